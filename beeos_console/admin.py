@@ -1,0 +1,37 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.http import HttpRequest
+
+from .models import AuditEntry
+
+
+class MirrorAdmin(admin.ModelAdmin):
+    """Mirrored rows are written only by services: the admin shows, never edits."""
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        return [f.name for f in self.model._meta.fields]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # Viewing needs "change" in old admin versions; saving is still refused
+        # because every field is read-only.
+        return request.user.is_superuser
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(AuditEntry)
+class AuditEntryAdmin(MirrorAdmin):
+    list_display = ("at", "actor", "action", "object_kind", "object_id")
+    list_filter = ("action", "object_kind", "actor_kind")
+    search_fields = ("object_id", "actor")
+    show_full_result_count = False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

@@ -1,0 +1,190 @@
+"""Every write to runtime operations and their events.
+
+A RuntimeOperationSnapshot (camelCase, as on the wire) is validated at the
+edge and written whole or not at all. Ordering: the operation ``sequence``
+(then ``updatedAt``) decides which snapshot is newer; a terminal status never
+goes back; the same snapshot twice changes nothing. Status changes are
+audited with the writer as actor.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+
+from beeos_console import audit
+from beeos_console.audit import Actor
+from beeos_console.mirror import IngestResult, Outcome, Reader, digest, json_safe
+from beeos_console.states import Projection
+
+from . import states
+from .models import RuntimeOperation, RuntimeOperationEvent
+
+
+def parse_runtime_operation(data: Any) -> dict[str, Any]:
+    """Validated model fields of one RuntimeOperationSnapshot."""
+    r = Reader(data)
+    target = r.child("target", required=True)
+    progress = r.child("progress")
+    cancel = r.child("cancelRequest")
+    projection = r.child("projection")
+    error = r.child("error")
+    fields: dict[str, Any] = {
+        "operation_id": r.str("id", required=True),
+        "instance_id": r.str("instanceId", required=True),
+        "target_scope": target.str("scope", required=True, max_length=16) if target else "",
+        "platform_agent_id": target.str("platformAgentId") if target else "",
+        "conversation_id": target.str("conversationId") if target else "",
+        "method": r.str("method", required=True, max_length=64),
+        "capability": r.str("capability", max_length=64),
+        "transport": r.str("transport", max_length=32),
+        "sequence": r.decimal_string("sequence", required=True),
+        "cursor": r.str("cursor", max_length=32),
+        "created_at": r.datetime("createdAt", required=True),
+        "updated_at": r.datetime("updatedAt", required=True),
+        "raw_status": r.str("status", required=True, max_length=32),
+        "effect_state": r.str("effectState", required=True, max_length=32),
+        "terminal": r.bool("terminal", required=True),
+        "progress": r.object("progress") or None,
+        "result": r.any("result"),
+        "cancel_requested_by": cancel.str("requestedBy", required=True) if cancel else "",
+        "cancel_reason": cancel.text("reason") if cancel else "",
+        "cancel_requested_at": cancel.datetime("requestedAt", required=True) if cancel else None,
+        "projection_revision": projection.decimal_string("revision", required=True)
+        if projection
+        else None,
+        "projection_state": projection.str("state", required=True, max_length=32)
+        if projection
+        else "",
+        "projection_platform_agent_id": projection.str("platformAgentId") if projection else "",
+        "error_code": error.str("code", required=True, max_length=64) if error else "",
+        "error_message": error.text("message") if error else "",
+        "error_request_id": error.str("requestId") if error else "",
+        "error_effect_state": error.str("effectState", max_length=32) if error else "",
+        "error_retry_mode": error.str("retryMode", max_length=16) if error else "",
+        "error_context": (error.object("context") or None) if error else None,
+    }
+    if progress:
+        progress.decimal_string("sequence", required=True)
+        progress.str("phase", required=True, max_length=128)
+    r.raise_if_invalid()
+    return fields
+
+
+def project_operation(fields: dict[str, Any]) -> Projection:
+    return states.project(
+        fields["raw_status"],
+        error_code=fields.get("error_code"),
+        retry_mode=fields.get("error_retry_mode"),
+        effect_state=fields.get("effect_state"),
+        projection_state=fields.get("projection_state"),
+    )
+
+
+def _summary(op: RuntimeOperation) -> dict[str, Any]:
+    return {
+        "raw_status": op.raw_status,
+        "effect_state": op.effect_state,
+        "projection_state": op.projection_state,
+        "status": op.status,
+        "reason": op.reason,
+        "outcome_certainty": op.outcome_certainty,
+        "retry_policy": op.retry_policy,
+    }
+
+
+def ingest_runtime_operation(data: Any, *, actor: Actor) -> IngestResult:
+    """The one write path for a runtime operation row."""
+    fields = parse_runtime_operation(data)
+    payload = json_safe(data)
+    payload_digest = digest(payload)
+    projection = project_operation(fields)
+    operation_id = fields.pop("operation_id")
+    with transaction.atomic():
+        op = RuntimeOperation.objects.select_for_update().filter(operation_id=operation_id).first()
+        if op is None:
+            if not fields["capability"]:
+                fields["capability"] = states.METHOD_CAPABILITIES.get(fields["method"], "")
+            op = RuntimeOperation.objects.create(
+                operation_id=operation_id,
+                raw_payload=payload,
+                payload_digest=payload_digest,
+                **fields,
+                **projection.as_fields(),
+            )
+            RuntimeOperationEvent.objects.filter(
+                operation__isnull=True, operation_id_raw=operation_id
+            ).update(operation=op)
+            return IngestResult(Outcome.CREATED, operation_id, op)
+        if op.payload_digest == payload_digest:
+            return IngestResult(Outcome.UNCHANGED, operation_id, op)
+        incoming_key = (fields["sequence"], fields["updated_at"])
+        if incoming_key < (op.sequence, op.updated_at):
+            return IngestResult(Outcome.STALE, operation_id, op, "older than the stored snapshot")
+        if states.is_terminal(op.raw_status) and not states.is_terminal(fields["raw_status"]):
+            return IngestResult(
+                Outcome.STALE, operation_id, op, "a terminal status never goes back"
+            )
+        before = _summary(op)
+        for name, value in fields.items():
+            setattr(op, name, value)
+        for name, value in projection.as_fields().items():
+            setattr(op, name, value)
+        op.raw_payload = payload
+        op.payload_digest = payload_digest
+        op.save()
+        after = _summary(op)
+        if before != after:
+            audit.record(
+                actor,
+                "operation.state_changed",
+                "operation",
+                operation_id,
+                before=before,
+                after=after,
+                detail={"rule": projection.rule, "sequence": str(op.sequence)},
+            )
+        return IngestResult(Outcome.UPDATED, operation_id, op)
+
+
+def ingest_runtime_operation_event(data: Any, *, actor: Actor) -> IngestResult:
+    """A RuntimeOperationEventEnvelope; events are immutable once stored."""
+    r = Reader(data)
+    event_id = r.decimal_string("id", required=True)
+    operation_id = r.str("operationId", required=True)
+    method = r.str("method", required=True, max_length=64)
+    event = r.child("event", required=True)
+    fields: dict[str, Any] = {}
+    if event:
+        fields = {
+            "type": event.str("type", required=True, max_length=64),
+            "sequence": event.decimal_string("sequence", required=True),
+            "recorded_at": event.datetime("recordedAt", required=True),
+            "outcome": event.str("outcome", max_length=32),
+            "revision": event.decimal_string("revision"),
+            "payload": event.any("payload"),
+            "result": event.any("result"),
+            "error": event.object("error") or None,
+        }
+    r.raise_if_invalid()
+    payload = json_safe(data)
+    label = f"{operation_id}#{event_id}"
+    with transaction.atomic():
+        existing = RuntimeOperationEvent.objects.filter(
+            operation_id_raw=operation_id, event_id=event_id
+        ).first()
+        if existing is not None:
+            outcome = Outcome.UNCHANGED if existing.raw_payload == payload else Outcome.STALE
+            note = "" if outcome == Outcome.UNCHANGED else "events are immutable once stored"
+            return IngestResult(outcome, label, existing, note)
+        op = RuntimeOperation.objects.filter(operation_id=operation_id).first()
+        created = RuntimeOperationEvent.objects.create(
+            operation=op,
+            operation_id_raw=operation_id,
+            event_id=event_id,
+            method=method,
+            raw_payload=payload,
+            **fields,
+        )
+        return IngestResult(Outcome.CREATED, label, created)

@@ -1,0 +1,34 @@
+from django.contrib import admin
+
+from beeos_console.admin import MirrorAdmin
+
+from .models import Artifact, Message, Task
+
+
+@admin.register(Task)
+class TaskAdmin(MirrorAdmin):
+    list_display = (
+        "task_id",
+        "protocol",
+        "status",
+        "raw_state",
+        "reason",
+        "agent_id",
+        "created_at",
+    )
+    search_fields = ("=task_id", "=context_id")
+    show_full_result_count = False
+
+
+@admin.register(Message)
+class MessageAdmin(MirrorAdmin):
+    list_display = ("message_id", "type", "state", "stop_reason", "conversation_id", "created_at")
+    search_fields = ("=message_id", "=conversation_id")
+    raw_id_fields = ("task",)
+    show_full_result_count = False
+
+
+@admin.register(Artifact)
+class ArtifactAdmin(MirrorAdmin):
+    list_display = ("artifact_id", "name", "task")
+    raw_id_fields = ("task",)

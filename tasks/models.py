@@ -1,0 +1,174 @@
+"""Mirrors of BeeOS tasks (OpenAPI, A2A, product), message envelopes and A2A artifacts.
+
+Raw values are stored verbatim (any spelling); the product projection sits
+beside them. Rows are written only through ``tasks.services``.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+from beeos_console.models import Projected
+
+from . import states
+
+ID_MAX = 256  # the A2A limit on ids
+
+
+class Task(Projected):
+    class Protocol(models.TextChoices):
+        OPENAPI = states.OPENAPI, "OpenAPI"
+        A2A = states.A2A, "A2A"
+        PRODUCT = states.PRODUCT, "Product"
+
+    task_id = models.CharField(max_length=ID_MAX)
+    protocol = models.CharField(max_length=16, choices=Protocol.choices)
+    agent_id = models.CharField(max_length=ID_MAX, blank=True)
+    caller_id = models.CharField(max_length=ID_MAX, blank=True)
+    caller_principal_id = models.CharField(max_length=ID_MAX, blank=True)
+    caller_agent_id = models.CharField(max_length=ID_MAX, blank=True)
+    caller_owner_id = models.CharField(max_length=ID_MAX, blank=True)
+    target_principal_id = models.CharField(max_length=ID_MAX, blank=True)
+    target_agent_id = models.CharField(max_length=ID_MAX, blank=True)
+    target_owner_id = models.CharField(max_length=ID_MAX, blank=True)
+    context_id = models.CharField(max_length=ID_MAX, blank=True)
+    channel_id = models.CharField(max_length=ID_MAX, blank=True)
+
+    # The wire state exactly as received, whatever its spelling.
+    raw_state = models.CharField(max_length=64)
+
+    error = models.TextField(blank=True)
+    result = models.JSONField(null=True, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+
+    # Upstream timestamps (BeeOS's clock, not ours).
+    created_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    deadline_at = models.DateTimeField(null=True, blank=True)
+
+    raw_payload = models.JSONField(default=dict)
+    payload_digest = models.CharField(max_length=64)
+    first_seen_at = models.DateTimeField(auto_now_add=True)
+    mirrored_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["protocol", "task_id"], name="task_protocol_id_uniq"),
+        ]
+        indexes = [
+            models.Index(fields=["-created_at", "-id"], name="task_created_idx"),
+            models.Index(fields=["-updated_at", "-id"], name="task_updated_idx"),
+            models.Index(fields=["status", "-created_at", "-id"], name="task_status_created_idx"),
+            models.Index(fields=["status", "updated_at"], name="task_status_updated_idx"),
+            models.Index(fields=["agent_id", "-created_at", "-id"], name="task_agent_created_idx"),
+            models.Index(fields=["raw_state", "-created_at"], name="task_raw_state_idx"),
+            models.Index(fields=["protocol", "status"], name="task_protocol_status_idx"),
+            models.Index(fields=["reason", "-created_at"], name="task_reason_idx"),
+            models.Index(fields=["outcome_certainty", "-created_at"], name="task_certainty_idx"),
+            models.Index(fields=["retry_policy", "-created_at"], name="task_retry_idx"),
+            models.Index(fields=["projection_version"], name="task_projection_version_idx"),
+            # Prefix search (?q=) on ids: pattern ops so LIKE 'abc%' uses the index.
+            models.Index(
+                fields=["task_id"], name="task_id_prefix_idx", opclasses=["varchar_pattern_ops"]
+            ),
+            models.Index(
+                fields=["context_id"], name="task_context_idx", opclasses=["varchar_pattern_ops"]
+            ),
+            models.Index(fields=["channel_id"], name="task_channel_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_protocol_display()} task {self.task_id}"
+
+    @property
+    def is_terminal(self) -> bool:
+        return states.is_terminal(self.protocol, self.raw_state)
+
+    @property
+    def is_cancellable(self) -> bool:
+        return states.is_cancellable(self.protocol, self.raw_state)
+
+    @property
+    def conversation_key(self) -> str:
+        """The channel / conversation id its messages are filed under."""
+        return self.channel_id or self.context_id or self.task_id
+
+
+class Message(Projected):
+    """One message envelope (a streamed reply or a request), or an A2A history message."""
+
+    class Source(models.TextChoices):
+        ENVELOPE = "envelope", "Message envelope"
+        A2A = "a2a", "A2A history"
+
+    message_id = models.CharField(max_length=ID_MAX)
+    source = models.CharField(max_length=16, choices=Source.choices, default=Source.ENVELOPE)
+    task = models.ForeignKey(
+        Task, null=True, blank=True, on_delete=models.SET_NULL, related_name="messages"
+    )
+    conversation_id = models.CharField(max_length=ID_MAX, blank=True)
+    type = models.CharField(max_length=64, blank=True)
+    sender = models.CharField(max_length=ID_MAX, blank=True)
+    role = models.CharField(max_length=32, blank=True)
+    reply_to = models.CharField(max_length=ID_MAX, blank=True)
+    # Raw envelope state and stop reason, verbatim.
+    state = models.CharField(max_length=32, blank=True)
+    stop_reason = models.CharField(max_length=32, blank=True)
+    body = models.TextField(blank=True)
+    parts = models.JSONField(default=list, blank=True)
+    content = models.JSONField(null=True, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(null=True, blank=True)
+    raw_payload = models.JSONField(default=dict)
+    payload_digest = models.CharField(max_length=64)
+    position = models.PositiveIntegerField(default=0)  # order within an A2A history
+    mirrored_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["source", "message_id"], name="message_source_id_uniq"),
+        ]
+        indexes = [
+            models.Index(
+                fields=["task", "created_at", "position", "id"], name="message_timeline_idx"
+            ),
+            models.Index(fields=["conversation_id", "created_at"], name="message_conversation_idx"),
+            models.Index(fields=["-created_at", "-id"], name="message_created_idx"),
+            models.Index(fields=["state", "-created_at"], name="message_state_idx"),
+            models.Index(fields=["stop_reason", "-created_at"], name="message_stop_reason_idx"),
+            models.Index(fields=["type", "-created_at"], name="message_type_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"message {self.message_id}"
+
+    @property
+    def is_agent_reply(self) -> bool:
+        return self.type == states.AGENT_REPLY
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.state in states.MESSAGE_TERMINAL_STATES
+
+
+class Artifact(models.Model):
+    """An A2A task artifact, as the last snapshot carried it."""
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="artifacts")
+    artifact_id = models.CharField(max_length=ID_MAX)
+    name = models.CharField(max_length=ID_MAX, blank=True)
+    description = models.TextField(blank=True)
+    parts = models.JSONField(default=list, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    extensions = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["task", "artifact_id"], name="artifact_task_id_uniq"),
+        ]
+
+    def __str__(self) -> str:
+        return f"artifact {self.artifact_id}"

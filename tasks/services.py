@@ -1,0 +1,354 @@
+"""Every write to tasks, messages and artifacts.
+
+Each ``ingest_*`` takes one wire snapshot, validates it at the edge, and
+writes it whole or not at all (one transaction), stamping the product
+projection from ``tasks.states``. Ordering rules (DESIGN.md, Storage rules):
+the same snapshot twice changes nothing, an older snapshot never overwrites a
+newer one, and a terminal state never goes back to a non-terminal one. Every
+change of product status is audited with the writer as actor.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+
+from beeos_console import audit
+from beeos_console.audit import Actor
+from beeos_console.mirror import (
+    IngestResult,
+    Outcome,
+    Reader,
+    digest,
+    is_older,
+    json_safe,
+)
+from beeos_console.states import PROCESSING, QUEUED, Projection
+
+from . import states
+from .models import Artifact, Message, Task
+
+_RANK = {QUEUED: 0, PROCESSING: 1}
+
+
+def _rank(projection: Projection) -> int:
+    """Lifecycle progress, for snapshots that carry no usable timestamp."""
+    if projection.is_terminal:
+        return 2
+    return _RANK.get(projection.status, -1)
+
+
+@dataclass(slots=True)
+class TaskSnapshot:
+    """One validated task snapshot, ready to write."""
+
+    protocol: str
+    task_id: str
+    raw_state: str
+    fields: dict[str, Any]
+    updated_at: dt.datetime | None
+    payload: dict[str, Any]
+    history: list[dict[str, Any]] | None = None
+    artifacts: list[dict[str, Any]] | None = None
+
+
+# --- parsing (edge validation) --------------------------------------------
+
+
+def parse_openapi_task(data: Any, *, protocol: str = states.OPENAPI) -> TaskSnapshot:
+    """The ``data`` of a BeeOS TaskResponse (or a product producer's task)."""
+    r = Reader(data)
+    task_id = r.str("task_id", required=True)
+    agent_id = r.str("agent_id", required=protocol == states.OPENAPI)
+    raw_state = r.str("status", required=True, max_length=64)
+    metadata = r.object("metadata")
+    fields = {
+        "agent_id": agent_id,
+        "caller_id": r.str("caller_id"),
+        "context_id": r.str("context_id"),
+        # OpenAPI task_id == the underlying channel id its messages live in.
+        "channel_id": r.str("channel_id") or task_id,
+        "error": r.text("error"),
+        "result": r.any("result"),
+        "metadata": metadata,
+        "created_at": r.datetime("created_at"),
+        "started_at": r.datetime("started_at"),
+        "completed_at": r.datetime("completed_at"),
+        "deadline_at": r.datetime("deadline_at"),
+    }
+    explicit_updated = r.datetime("updated_at")
+    r.raise_if_invalid()
+    updated_at = (
+        explicit_updated or fields["completed_at"] or fields["started_at"] or fields["created_at"]
+    )
+    fields["updated_at"] = updated_at
+    return TaskSnapshot(protocol, task_id, raw_state, fields, updated_at, json_safe(data))
+
+
+def parse_product_task(data: Any) -> TaskSnapshot:
+    """A product / legacy producer's task: TaskResponse-shaped, product vocabulary."""
+    return parse_openapi_task(data, protocol=states.PRODUCT)
+
+
+def _a2a_text(message: Any) -> str:
+    if not isinstance(message, dict):
+        return ""
+    texts = [p.get("text", "") for p in message.get("parts") or [] if isinstance(p, dict)]
+    return "\n".join(t for t in texts if isinstance(t, str))
+
+
+def parse_a2a_task(data: Any) -> TaskSnapshot:
+    """An a2aTaskView (history and artifacts included when present)."""
+    r = Reader(data)
+    task_id = r.str("id", required=True)
+    context_id = r.str("contextId", required=True)
+    status = r.child("status", required=True)
+    raw_state = status.str("state", required=True, max_length=64) if status else ""
+    timestamp = status.datetime("timestamp") if status else None
+    status_message = status.any("message") if status else None
+    history = r.list("history")
+    artifacts = r.list("artifacts")
+    for i, item in enumerate(history):
+        h = Reader(item, prefix=f"history[{i}].", errors=r.errors)
+        h.str("messageId", required=True)
+        h.str("role", required=True, max_length=32)
+        h.list("parts")
+    for i, item in enumerate(artifacts):
+        a = Reader(item, prefix=f"artifacts[{i}].", errors=r.errors)
+        a.str("artifactId", required=True)
+        a.str("name")
+        a.list("parts")
+    fields = {
+        "agent_id": r.str("target_agent_id") or r.str("agent_id"),
+        "caller_principal_id": r.str("caller_principal_id"),
+        "caller_agent_id": r.str("caller_agent_id"),
+        "caller_owner_id": r.str("caller_owner_id"),
+        "target_principal_id": r.str("target_principal_id"),
+        "target_agent_id": r.str("target_agent_id"),
+        "target_owner_id": r.str("target_owner_id"),
+        "context_id": context_id,
+        "metadata": r.object("metadata"),
+        "updated_at": timestamp,
+    }
+    r.raise_if_invalid()
+    projection = states.project(states.A2A, raw_state)
+    if projection.status == "failed" or projection.reason == "rejected":
+        fields["error"] = _a2a_text(status_message)
+    if projection.is_terminal:
+        fields["completed_at"] = timestamp
+    return TaskSnapshot(
+        states.A2A,
+        task_id,
+        raw_state,
+        fields,
+        timestamp,
+        json_safe(data),
+        history=history or None,
+        artifacts=artifacts or None,
+    )
+
+
+# --- writing ----------------------------------------------------------------
+
+
+def _state_summary(task: Task) -> dict[str, Any]:
+    return {
+        "raw_state": task.raw_state,
+        "status": task.status,
+        "reason": task.reason,
+        "outcome_certainty": task.outcome_certainty,
+        "retry_policy": task.retry_policy,
+    }
+
+
+def write_task(snapshot: TaskSnapshot, *, actor: Actor) -> IngestResult:
+    """The one write path for a task row."""
+    projection = states.project(snapshot.protocol, snapshot.raw_state)
+    payload_digest = digest(snapshot.payload)
+    with transaction.atomic():
+        task = (
+            Task.objects.select_for_update()
+            .filter(protocol=snapshot.protocol, task_id=snapshot.task_id)
+            .first()
+        )
+        if task is None:
+            return _create_task(snapshot, projection, payload_digest)
+        if task.payload_digest == payload_digest:
+            return IngestResult(Outcome.UNCHANGED, task.task_id, task)
+        stored = states.project(task.protocol, task.raw_state)
+        if is_older(snapshot.updated_at, task.updated_at):
+            return IngestResult(Outcome.STALE, task.task_id, task, "older than the stored snapshot")
+        if stored.is_terminal and not projection.is_terminal:
+            return IngestResult(
+                Outcome.STALE, task.task_id, task, "a terminal state never goes back"
+            )
+        same_time = snapshot.updated_at is None or snapshot.updated_at == task.updated_at
+        if same_time and _rank(projection) < _rank(stored):
+            return IngestResult(Outcome.STALE, task.task_id, task, "behind the stored lifecycle")
+        before = _state_summary(task)
+        for name, value in snapshot.fields.items():
+            if name == "created_at" and value is None:
+                continue
+            setattr(task, name, value)
+        task.raw_state = snapshot.raw_state
+        for name, value in projection.as_fields().items():
+            setattr(task, name, value)
+        task.raw_payload = snapshot.payload
+        task.payload_digest = payload_digest
+        task.save()
+        _write_a2a_children(task, snapshot)
+        after = _state_summary(task)
+        if before["status"] != after["status"] or before["raw_state"] != after["raw_state"]:
+            audit.record(
+                actor,
+                "task.state_changed",
+                "task",
+                task.task_id,
+                before=before,
+                after=after,
+                detail={"protocol": task.protocol, "rule": projection.rule},
+            )
+        return IngestResult(Outcome.UPDATED, task.task_id, task)
+
+
+def _create_task(
+    snapshot: TaskSnapshot, projection: Projection, payload_digest: str
+) -> IngestResult:
+    fields = dict(snapshot.fields)
+    if fields.get("created_at") is None:
+        fields["created_at"] = snapshot.updated_at or dt.datetime.now(dt.UTC)
+    task = Task.objects.create(
+        protocol=snapshot.protocol,
+        task_id=snapshot.task_id,
+        raw_state=snapshot.raw_state,
+        raw_payload=snapshot.payload,
+        payload_digest=payload_digest,
+        **fields,
+        **projection.as_fields(),
+    )
+    if task.channel_id:
+        # Messages that arrived before their task: file them under it now.
+        Message.objects.filter(task__isnull=True, conversation_id=task.channel_id).update(task=task)
+    _write_a2a_children(task, snapshot)
+    return IngestResult(Outcome.CREATED, task.task_id, task)
+
+
+def _write_a2a_children(task: Task, snapshot: TaskSnapshot) -> None:
+    """A2A history messages and artifacts, as the snapshot carries them."""
+    for position, item in enumerate(snapshot.history or []):
+        payload = json_safe(item)
+        Message.objects.update_or_create(
+            source=Message.Source.A2A,
+            message_id=item["messageId"],
+            defaults={
+                "task": task,
+                "conversation_id": item.get("contextId") or task.context_id,
+                "type": "a2a_message",
+                "sender": task.caller_agent_id if item.get("role") == "user" else task.agent_id,
+                "role": item.get("role", ""),
+                "body": _a2a_text(item),
+                "parts": item.get("parts") or [],
+                "metadata": item.get("metadata") or {},
+                "created_at": task.created_at,
+                "position": position,
+                "raw_payload": payload,
+                "payload_digest": digest(payload),
+                # History messages carry no envelope state: shown as delivered.
+                **states.project_message("completed").as_fields(),
+            },
+        )
+    for item in snapshot.artifacts or []:
+        Artifact.objects.update_or_create(
+            task=task,
+            artifact_id=item["artifactId"],
+            defaults={
+                "name": item.get("name") or "",
+                "description": item.get("description") or "",
+                "parts": item.get("parts") or [],
+                "metadata": item.get("metadata") or {},
+                "extensions": item.get("extensions") or [],
+            },
+        )
+
+
+def ingest_openapi_task(data: Any, *, actor: Actor) -> IngestResult:
+    return write_task(parse_openapi_task(data), actor=actor)
+
+
+def ingest_product_task(data: Any, *, actor: Actor) -> IngestResult:
+    return write_task(parse_product_task(data), actor=actor)
+
+
+def ingest_a2a_task(data: Any, *, actor: Actor) -> IngestResult:
+    return write_task(parse_a2a_task(data), actor=actor)
+
+
+# --- messages -----------------------------------------------------------------
+
+
+def ingest_message(data: Any, *, actor: Actor) -> IngestResult:
+    """A MessageEnvelope. Once terminal, an envelope is immutable (seed)."""
+    r = Reader(data)
+    message_id = r.str("id", required=True)
+    conversation_id = r.str("conversation_id", required=True)
+    fields = {
+        "conversation_id": conversation_id,
+        "type": r.str("type", required=True, max_length=64),
+        "sender": r.str("sender", required=True),
+        "role": r.str("role", max_length=32),
+        "reply_to": r.str("reply_to"),
+        "body": r.text("body"),
+        "parts": r.list("parts"),
+        "content": r.any("content"),
+        "created_at": r.datetime("created_at", required=True),
+        "updated_at": r.datetime("updated_at"),
+    }
+    state = r.str("state", required=True, max_length=32)
+    stop_reason = r.str("stop_reason", max_length=32)
+    r.raise_if_invalid()
+    payload = json_safe(data)
+    payload_digest = digest(payload)
+    updated_at = fields["updated_at"] or fields["created_at"]
+    projection = states.project_message(state, stop_reason=stop_reason)
+    with transaction.atomic():
+        message = (
+            Message.objects.select_for_update()
+            .filter(source=Message.Source.ENVELOPE, message_id=message_id)
+            .first()
+        )
+        if message is not None:
+            if message.payload_digest == payload_digest:
+                return IngestResult(Outcome.UNCHANGED, message_id, message)
+            stored_updated = message.updated_at or message.created_at
+            if is_older(updated_at, stored_updated):
+                return IngestResult(Outcome.STALE, message_id, message, "older than stored")
+            if message.state in states.MESSAGE_TERMINAL_STATES:
+                return IngestResult(
+                    Outcome.STALE, message_id, message, "a terminal envelope is immutable"
+                )
+        task = (
+            Task.objects.filter(channel_id=conversation_id).order_by("protocol", "id").first()
+            if conversation_id
+            else None
+        )
+        values = {
+            **fields,
+            "task": task,
+            "state": state,
+            "stop_reason": stop_reason,
+            "raw_payload": payload,
+            "payload_digest": payload_digest,
+            **projection.as_fields(),
+        }
+        if message is None:
+            message = Message.objects.create(
+                source=Message.Source.ENVELOPE, message_id=message_id, **values
+            )
+            return IngestResult(Outcome.CREATED, message_id, message)
+        for name, value in values.items():
+            setattr(message, name, value)
+        message.save()
+        return IngestResult(Outcome.UPDATED, message_id, message)

@@ -1,0 +1,49 @@
+"""Shared fixtures. The suite runs on PostgreSQL (DATABASE_URL); SQLite is refused."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from django.contrib.auth.models import Group
+
+from beeos_console import roles
+from beeos_console.audit import Actor
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):  # noqa: F811 - extends pytest-django's
+    """Database tests run on PostgreSQL only: SQLite hides locking and JSON behaviour."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql" and not os.environ.get("CONSOLE_ALLOW_NON_POSTGRES_TESTS"):
+        pytest.exit("Database tests need PostgreSQL: set DATABASE_URL=postgres://...", returncode=2)
+    yield
+
+
+@pytest.fixture
+def feeder() -> Actor:
+    return Actor.feeder("feeder-test")
+
+
+def _user(django_user_model, username: str, role: str, **extra):
+    user = django_user_model.objects.create_user(
+        username=username, password="pw-" + username, **extra
+    )
+    user.groups.add(Group.objects.get(name=role))
+    return user
+
+
+@pytest.fixture
+def support_user(db, django_user_model):
+    return _user(django_user_model, "sam-support", roles.SUPPORT)
+
+
+@pytest.fixture
+def operator_user(db, django_user_model):
+    return _user(django_user_model, "olga-operator", roles.OPERATOR)
+
+
+@pytest.fixture
+def admin_user(db, django_user_model):
+    return _user(django_user_model, "ada-admin", roles.ADMIN, is_superuser=True, is_staff=True)

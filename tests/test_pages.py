@@ -1,0 +1,50 @@
+"""Every page needs a login; the landing page lists tasks and operations, escaped."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from beeos_console.audit import Actor
+from tasks.services import ingest_openapi_task
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.mark.parametrize("name", ["dashboard", "admin:index"])
+def test_pages_redirect_anonymous_users_to_login(client, name):
+    response = client.get(reverse(name))
+    assert response.status_code == 302
+    assert "/login/" in response["Location"]
+
+
+def test_probes_need_no_login(client):
+    assert client.get("/healthz").json() == {"status": "ok"}
+    assert client.get("/readyz").json() == {"status": "ok"}
+
+
+def test_login_page_renders_with_csrf(client):
+    response = client.get(reverse("login"))
+    assert response.status_code == 200
+    assert b"csrfmiddlewaretoken" in response.content
+
+
+def test_landing_lists_tasks_with_raw_state_and_escapes_ids(client, support_user):
+    ingest_openapi_task(
+        {
+            "task_id": "tsk_<b>bold</b>",
+            "agent_id": "agt_1",
+            "status": "input_required",
+            "created_at": "2026-11-30T08:00:00Z",
+        },
+        actor=Actor.system(),
+    )
+    client.force_login(support_user)
+    response = client.get(reverse("dashboard"))
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "tsk_&lt;b&gt;bold&lt;/b&gt;" in html
+    assert "<b>bold</b>" not in html
+    assert '<code class="raw">input_required</code>' in html
+    assert 'class="badge badge-blue">processing<' in html
+    assert "Gateway: Local (demo)" in html
