@@ -157,6 +157,8 @@ STOP_REASONS: Final = (
     "content_filter",
     "agent_lost",
 )
+# A reply that ended this way may have acted before it stopped: uncertain.
+UNCERTAIN_STOP_REASONS: Final = frozenset({"timeout", "agent_lost"})
 # The message type whose terminal envelope is the evidence for a task result.
 AGENT_REPLY: Final = "agent_reply"
 MESSAGE_TABLE: Final[dict[str, Row]] = {
@@ -177,6 +179,8 @@ def project(protocol: str, raw_state: object, **evidence: object) -> Projection:
 
     ``evidence`` is used by messages (``stop_reason``); tasks ignore it.
     """
+    if not isinstance(protocol, str):
+        return unmapped("unknown")
     if protocol == MESSAGE:
         return project_message(raw_state, stop_reason=evidence.get("stop_reason"))
     table = TABLES.get(protocol)
@@ -197,6 +201,10 @@ def project_message(state: object, *, stop_reason: object = None) -> Projection:
         return unmapped(MESSAGE)
     stop = normalise_raw(stop_reason)
     rule = f"{MESSAGE}:{key}"
+    if key == "failed" and stop in UNCERTAIN_STOP_REASONS:
+        # The reply died mid-flight: tool calls may already have reached the
+        # agent or device, so this is as uncertain as a cancelled+timeout (ours).
+        return row.project(f"{rule}+{stop}", reason=stop, outcome_certainty=UNCERTAIN)
     if key == "failed" and stop:
         return row.project(f"{rule}+stop_reason", reason=stop)
     if key in ("cancelled", "canceled") and stop == "timeout":
@@ -248,7 +256,9 @@ def cancel_spelling(protocol: str, *, like: object = None) -> str:
 def is_foreign_cancel_spelling(protocol: str, raw_state: object) -> bool:
     """Accepted, but not what this protocol's writers emit (a producer note)."""
     key = normalise_raw(raw_state)
-    if protocol in (OPENAPI, A2A):
+    if protocol == OPENAPI:
+        return key == "cancelled"
+    if protocol == A2A:
         return key in ("cancelled", "TASK_STATE_CANCELLED")
     if protocol in (PRODUCT, MESSAGE):
         return key == "canceled"
@@ -259,7 +269,13 @@ def a2a_wire_json(raw_state: object) -> str:
     """The A2A JSON wire spelling of a stored A2A value (internal values mapped)."""
     key = normalise_raw(raw_state)
     key = A2A_ENUM_TO_JSON.get(key, key)
-    return {"delivered": "submitted", "timeout": "failed", "cancelled": "canceled"}.get(key, key)
+    remap = {
+        "delivered": "submitted",
+        "timeout": "failed",
+        "cancelled": "canceled",
+        "TASK_STATE_CANCELLED": "canceled",
+    }
+    return remap.get(key, key)
 
 
 def product_write_value(protocol: str, raw_state: object) -> str:
