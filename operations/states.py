@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from beeos_sdk.models import ServiceRuntimeMethod
+
 from beeos_console.states import (
     CANCELLED,
     CERTAIN,
@@ -148,7 +150,7 @@ METHOD_CAPABILITIES: Final = {
     "session/set_model": "conversation.control",
     "session/cancel": "conversation.control",
 }
-METHODS: Final = tuple(METHOD_CAPABILITIES)
+METHODS: Final = tuple(v.value for v in ServiceRuntimeMethod)
 
 # Certain failures follow retryMode (DESIGN.md, ours).
 RETRY_POLICY_BY_MODE: Final = {

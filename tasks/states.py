@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from beeos_sdk.models import MessageState, StopReason, TaskStatus
+
 from beeos_console.states import (
     CANCELLED,
     COMPLETED,
@@ -80,17 +82,9 @@ OPENAPI_TABLE: Final[dict[str, Row]] = {
     "timeout": Row(FAILED, "timeout", UNCERTAIN, MANUAL_REVIEW, source=OURS),
     "rejected": Row(FAILED, "rejected", retry_policy=SAFE_TO_RETRY, source=OURS),
 }
-OPENAPI_WIRE_VALUES: Final = (
-    "queued",
-    "running",
-    "input_required",
-    "auth_required",
-    "completed",
-    "failed",
-    "canceled",
-    "timeout",
-    "rejected",
-)
+# The SDK's TaskStatus is the source of truth for the wire vocabulary; the
+# table above must cover every value of it (tests/test_sdk_vocabularies.py).
+OPENAPI_WIRE_VALUES: Final = tuple(v.value for v in TaskStatus)
 OPENAPI_TERMINAL_VALUES: Final = frozenset(
     {"completed", "failed", "canceled", "timeout", "rejected"}
 )
@@ -144,19 +138,9 @@ A2A_TABLE: Final[dict[str, Row]] = {
 A2A_TERMINAL_JSON: Final = frozenset({"completed", "failed", "canceled", "rejected", "timeout"})
 
 # --- Message envelope (beeos_sdk MessageState / StopReason) ---
-MESSAGE_STATES: Final = ("streaming", "completed", "failed", "refused", "cancelled")
+MESSAGE_STATES: Final = tuple(v.value for v in MessageState)
 MESSAGE_TERMINAL_STATES: Final = frozenset({"completed", "failed", "refused", "cancelled"})
-STOP_REASONS: Final = (
-    "end_turn",
-    "max_tokens",
-    "tool_use",
-    "user_stop",
-    "timeout",
-    "error",
-    "refused",
-    "content_filter",
-    "agent_lost",
-)
+STOP_REASONS: Final = tuple(v.value for v in StopReason)
 # A reply that ended this way may have acted before it stopped: uncertain.
 UNCERTAIN_STOP_REASONS: Final = frozenset({"timeout", "agent_lost"})
 # The message type whose terminal envelope is the evidence for a task result.

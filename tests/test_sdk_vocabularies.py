@@ -106,6 +106,8 @@ def test_stop_reason_matches_sdk():
 
 def test_service_runtime_methods_match_sdk():
     assert enum_values(ServiceRuntimeMethod) == set(operation_states.METHODS)
+    # Every SDK method has a capability in our table, and no stale extras.
+    assert set(operation_states.METHOD_CAPABILITIES) == enum_values(ServiceRuntimeMethod)
     # Every method belongs to a capability the SDK knows.
     assert set(operation_states.METHOD_CAPABILITIES.values()) <= set(operation_states.CAPABILITIES)
 
