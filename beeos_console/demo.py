@@ -264,7 +264,7 @@ class DemoBuilder:
             return
         # Some tasks have a tool call in between.
         if self.rng.random() < 0.4:
-            tool_at = started + dt.timedelta(seconds=1)
+            tool_at = started
             self.data.messages.append(
                 {
                     "id": f"msg_{self._token(20)}",
@@ -315,8 +315,8 @@ class DemoBuilder:
             "reply_to": request_id,
             "body": body,
             "state": state,
-            "created_at": iso(started),
-            "updated_at": iso(ended if state != "streaming" else started),
+            "created_at": iso(started + dt.timedelta(seconds=2)),
+            "updated_at": iso(ended if state != "streaming" else started + dt.timedelta(seconds=2)),
         }
         if stop_reason:
             reply["stop_reason"] = stop_reason

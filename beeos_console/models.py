@@ -83,6 +83,14 @@ class Projected(models.Model):
     class Meta:
         abstract = True
 
+    def projection_drift(self, expected: Any) -> dict[str, tuple[Any, Any]]:
+        """Fields whose stored value differs from ``expected`` (a Projection): stored, expected."""
+        drift = {}
+        for name, value in expected.as_fields().items():
+            if name != "projection_version" and getattr(self, name) != value:
+                drift[name] = (getattr(self, name), value)
+        return drift
+
     def projection_fields(self) -> dict[str, Any]:
         return {
             "status": self.status,
@@ -92,3 +100,26 @@ class Projected(models.Model):
             "projection_rule": self.projection_rule,
             "projection_version": self.projection_version,
         }
+
+
+class StatusCount(models.Model):
+    """Maintained counters: rows per (kind, display status, hour created).
+
+    Written by the services in the same transaction as the row they count, so
+    the dashboard and status facets never scan a large table. ``manage.py
+    rebuild_counters`` recomputes them from the tables if they ever drift.
+    """
+
+    kind = models.CharField(max_length=16)
+    status = models.CharField(max_length=32)
+    hour = models.DateTimeField()
+    count = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["kind", "status", "hour"], name="statuscount_uniq"),
+        ]
+        indexes = [models.Index(fields=["kind", "hour"], name="statuscount_kind_hour_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.status} @ {self.hour:%Y-%m-%d %H:00}: {self.count}"

@@ -1,8 +1,13 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import include, path
 
-from . import views
+from . import audit_views, views
+
+audit_patterns = (
+    [path("log/", audit_views.AuditLogView.as_view(), name="log")],
+    "audit",
+)
 
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
@@ -15,4 +20,7 @@ urlpatterns = [
     ),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
+    path("", include("tasks.urls")),
+    path("", include("operations.urls")),
+    path("audit/", include(audit_patterns)),
 ]

@@ -8,17 +8,15 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 
-from operations.models import RuntimeOperation
-from tasks.models import Task
+from . import roles
+from .dashboard import dashboard_context
+from .permissions import role_required
 
-LANDING_ROWS = 25
 
-
+@role_required(roles.SUPPORT)
 def dashboard(request: HttpRequest) -> HttpResponse:
-    """Landing page: the newest tasks and operations (the full dashboard is part 2)."""
-    tasks = Task.objects.order_by("-created_at", "-id")[:LANDING_ROWS]
-    operations = RuntimeOperation.objects.order_by("-created_at", "-id")[:LANDING_ROWS]
-    return render(request, "console/dashboard.html", {"tasks": tasks, "operations": operations})
+    """Counts, per-hour charts, stuck work, operations needing attention, recent cancels."""
+    return render(request, "console/dashboard.html", dashboard_context())
 
 
 @login_not_required

@@ -13,7 +13,7 @@ from typing import Any
 
 from django.db import transaction
 
-from beeos_console import audit
+from beeos_console import audit, counters
 from beeos_console.audit import Actor
 from beeos_console.mirror import IngestResult, Outcome, Reader, digest, json_safe
 from beeos_console.states import Projection
@@ -82,6 +82,19 @@ def project_operation(fields: dict[str, Any]) -> Projection:
     )
 
 
+def project_operation_row(op: RuntimeOperation) -> Projection:
+    """What today's rules give for a stored operation row."""
+    return project_operation(
+        {
+            "raw_status": op.raw_status,
+            "error_code": op.error_code,
+            "error_retry_mode": op.error_retry_mode,
+            "effect_state": op.effect_state,
+            "projection_state": op.projection_state,
+        }
+    )
+
+
 def _summary(op: RuntimeOperation) -> dict[str, Any]:
     return {
         "raw_status": op.raw_status,
@@ -113,6 +126,8 @@ def ingest_runtime_operation(data: Any, *, actor: Actor) -> IngestResult:
                 **fields,
                 **projection.as_fields(),
             )
+            counters.on_create(counters.OPERATION, op.status, op.created_at)
+            counters.on_create(counters.OPERATION_RAW, op.raw_status[:32], op.created_at)
             RuntimeOperationEvent.objects.filter(
                 operation__isnull=True, operation_id_raw=operation_id
             ).update(operation=op)
@@ -127,6 +142,8 @@ def ingest_runtime_operation(data: Any, *, actor: Actor) -> IngestResult:
                 Outcome.STALE, operation_id, op, "a terminal status never goes back"
             )
         before = _summary(op)
+        counted_before = (op.status, op.created_at)
+        raw_before = (op.raw_status[:32], op.created_at)
         for name, value in fields.items():
             setattr(op, name, value)
         for name, value in projection.as_fields().items():
@@ -134,6 +151,8 @@ def ingest_runtime_operation(data: Any, *, actor: Actor) -> IngestResult:
         op.raw_payload = payload
         op.payload_digest = payload_digest
         op.save()
+        counters.on_change(counters.OPERATION, counted_before, (op.status, op.created_at))
+        counters.on_change(counters.OPERATION_RAW, raw_before, (op.raw_status[:32], op.created_at))
         after = _summary(op)
         if before != after:
             audit.record(

@@ -16,7 +16,7 @@ from typing import Any
 
 from django.db import transaction
 
-from beeos_console import audit
+from beeos_console import audit, counters
 from beeos_console.audit import Actor
 from beeos_console.mirror import (
     IngestResult,
@@ -189,6 +189,7 @@ def write_task(snapshot: TaskSnapshot, *, actor: Actor) -> IngestResult:
         if same_time and _rank(projection) < _rank(stored):
             return IngestResult(Outcome.STALE, task.task_id, task, "behind the stored lifecycle")
         before = _state_summary(task)
+        counted_before = (task.status, task.created_at)
         for name, value in snapshot.fields.items():
             if name == "created_at" and value is None:
                 continue
@@ -198,7 +199,10 @@ def write_task(snapshot: TaskSnapshot, *, actor: Actor) -> IngestResult:
             setattr(task, name, value)
         task.raw_payload = snapshot.payload
         task.payload_digest = payload_digest
+        if task.updated_at is None:
+            task.updated_at = task.created_at
         task.save()
+        counters.on_change(counters.TASK, counted_before, (task.status, task.created_at))
         _write_a2a_children(task, snapshot)
         after = _state_summary(task)
         if before["status"] != after["status"] or before["raw_state"] != after["raw_state"]:
@@ -220,6 +224,9 @@ def _create_task(
     fields = dict(snapshot.fields)
     if fields.get("created_at") is None:
         fields["created_at"] = snapshot.updated_at or dt.datetime.now(dt.UTC)
+    if fields.get("updated_at") is None:
+        # Keyset pages sort on updated_at: never leave it empty.
+        fields["updated_at"] = fields["created_at"]
     task = Task.objects.create(
         protocol=snapshot.protocol,
         task_id=snapshot.task_id,
@@ -229,6 +236,7 @@ def _create_task(
         **fields,
         **projection.as_fields(),
     )
+    counters.on_create(counters.TASK, task.status, task.created_at)
     if task.channel_id:
         # Messages that arrived before their task: file them under it now.
         Message.objects.filter(task__isnull=True, conversation_id=task.channel_id).update(task=task)

@@ -29,7 +29,7 @@ def test_login_page_renders_with_csrf(client):
     assert b"csrfmiddlewaretoken" in response.content
 
 
-def test_landing_lists_tasks_with_raw_state_and_escapes_ids(client, support_user):
+def test_task_list_shows_raw_state_beside_status_and_escapes_ids(client, support_user):
     ingest_openapi_task(
         {
             "task_id": "tsk_<b>bold</b>",
@@ -40,7 +40,7 @@ def test_landing_lists_tasks_with_raw_state_and_escapes_ids(client, support_user
         actor=Actor.system(),
     )
     client.force_login(support_user)
-    response = client.get(reverse("dashboard"))
+    response = client.get(reverse("tasks:list"))
     html = response.content.decode()
     assert response.status_code == 200
     assert "tsk_&lt;b&gt;bold&lt;/b&gt;" in html

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 
 from django import template
 from django.utils import timezone
 from django.utils.html import format_html
-from django.utils.timesince import timesince
 
 from beeos_console.states import STATUS_COLOURS
 
@@ -35,6 +35,59 @@ def reltime(value: dt.datetime | None) -> str:
     if value is None:
         return format_html('<span class="muted">{}</span>', "—")
     exact = value.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-    now = timezone.now()
-    words = f"{timesince(value, now)} ago" if value <= now else f"in {timesince(now, value)}"
-    return format_html('<time datetime="{}" title="{}">{}</time>', value.isoformat(), exact, words)
+    return format_html(
+        '<time datetime="{}" title="{}">{}</time>', value.isoformat(), exact, short_age(value)
+    )
+
+
+def short_age(value: dt.datetime, now: dt.datetime | None = None) -> str:
+    """The largest unit only: "45 s ago", "3 h ago", "2 d ago", "in 5 min"."""
+    now = now or timezone.now()
+    seconds = int((now - value).total_seconds())
+    future, seconds = seconds < 0, abs(seconds)
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            words = f"{seconds // size} {unit}"
+            break
+    else:
+        words = f"{seconds} s"
+    return f"in {words}" if future else f"{words} ago"
+
+
+@register.filter
+def pretty_json(value: object) -> str:
+    """Indented JSON for <pre> blocks (the template escapes it)."""
+    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, default=str)
+
+
+@register.simple_tag
+def copy_button(value: str) -> str:
+    """A button that copies an id (works with JS; the id stays selectable without)."""
+    return format_html(
+        '<button type="button" class="copy" data-copy="{}" title="Copy to clipboard">Copy</button>',
+        value,
+    )
+
+
+@register.simple_tag
+def exact_time(value: dt.datetime | None) -> str:
+    """Exact UTC timestamp plus the relative time, for detail pages."""
+    if value is None:
+        return format_html('<span class="muted">{}</span>', "—")
+    exact = value.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return format_html(
+        '<time datetime="{}">{}</time> <span class="muted">({})</span>',
+        value.isoformat(),
+        exact,
+        reltime(value),
+    )
+
+
+@register.filter
+def make_list_words(value: str) -> list[str]:
+    return value.split()
+
+
+@register.filter
+def get_item(mapping: dict, key: str) -> object:
+    return mapping.get(key) if isinstance(mapping, dict) else None

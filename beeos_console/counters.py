@@ -1,0 +1,96 @@
+"""Maintained status counters (see ``StatusCount``): cheap counts for every page.
+
+Each mirrored row is counted once under (kind, display status, hour of its
+upstream ``created_at``). Services call ``on_create`` / ``on_change`` inside
+the transaction that writes the row, so counts and rows commit together.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import defaultdict
+
+from django.db import connection, transaction
+from django.db.models import Count, Sum
+from django.db.models.functions import TruncHour
+
+from .models import StatusCount
+
+TASK = "task"
+OPERATION = "operation"
+# Operations by raw status too: the dashboard's "needs attention" chart.
+OPERATION_RAW = "operation_raw"
+
+
+def hour_of(value: dt.datetime | None) -> dt.datetime:
+    value = value or dt.datetime.now(dt.UTC)
+    return value.astimezone(dt.UTC).replace(minute=0, second=0, microsecond=0)
+
+
+def bump(kind: str, status: str, hour: dt.datetime, delta: int) -> None:
+    """Add ``delta`` to one counter with a single upsert (no read-modify-write race)."""
+    table = StatusCount._meta.db_table
+    sql = (
+        f"INSERT INTO {table} (kind, status, hour, count) VALUES (%s, %s, %s, %s) "
+        f"ON CONFLICT (kind, status, hour) DO UPDATE SET count = {table}.count + EXCLUDED.count"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [kind, status, hour, delta])
+
+
+def on_create(kind: str, status: str, created_at: dt.datetime | None) -> None:
+    bump(kind, status, hour_of(created_at), 1)
+
+
+def on_change(
+    kind: str,
+    old: tuple[str, dt.datetime | None],
+    new: tuple[str, dt.datetime | None],
+) -> None:
+    """Move one row from (old status, old hour) to (new status, new hour) if it moved."""
+    old_key = (old[0], hour_of(old[1]))
+    new_key = (new[0], hour_of(new[1]))
+    if old_key != new_key:
+        bump(kind, old_key[0], old_key[1], -1)
+        bump(kind, new_key[0], new_key[1], 1)
+
+
+def totals(kind: str, since: dt.datetime | None = None) -> dict[str, int]:
+    qs = StatusCount.objects.filter(kind=kind)
+    if since is not None:
+        qs = qs.filter(hour__gte=hour_of(since))
+    rows = qs.values("status").annotate(n=Sum("count")).order_by()
+    return {row["status"]: row["n"] for row in rows if row["n"]}
+
+
+def hourly(kind: str, since: dt.datetime) -> dict[dt.datetime, dict[str, int]]:
+    """Counts per hour bucket (newer than ``since``) and status."""
+    series: dict[dt.datetime, dict[str, int]] = defaultdict(dict)
+    rows = StatusCount.objects.filter(kind=kind, hour__gte=hour_of(since)).values_list(
+        "hour", "status", "count"
+    )
+    for hour, status, count in rows:
+        if count:
+            series[hour][status] = count
+    return dict(series)
+
+
+@transaction.atomic
+def rebuild(kind: str, model: type, status_field: str = "status") -> int:
+    """Recompute one kind's counters from its table (a full scan: maintenance only)."""
+    StatusCount.objects.filter(kind=kind).delete()
+    rows = (
+        model.objects.annotate(bucket=TruncHour("created_at", tzinfo=dt.UTC))
+        .values(status_field, "bucket")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    merged: dict[tuple[str, dt.datetime], int] = defaultdict(int)
+    for r in rows:
+        merged[(r[status_field][:32], hour_of(r["bucket"]))] += r["n"]
+    created = [
+        StatusCount(kind=kind, status=status, hour=hour, count=n)
+        for (status, hour), n in merged.items()
+    ]
+    StatusCount.objects.bulk_create(created)
+    return len(created)

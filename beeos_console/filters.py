@@ -1,0 +1,106 @@
+"""Filter building blocks shared by every app's FilterSets (HTML and REST)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import django_filters
+from django import forms
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from beeos_console.states import ACTIVE_PRODUCT_STATUSES
+
+
+class ConsoleFilterSet(django_filters.FilterSet):
+    """Multiple-choice filters render as checkbox groups: readable, no JS needed."""
+
+    @property
+    def form(self) -> forms.Form:
+        form = super().form
+        if not getattr(form, "_console_widgets", False):
+            for field in form.fields.values():
+                if isinstance(field, forms.MultipleChoiceField):
+                    field.widget = forms.CheckboxSelectMultiple(choices=field.choices)
+            form._console_widgets = True
+        return form
+
+
+class AnyValueMultipleField(forms.MultipleChoiceField):
+    """Several raw values (``?raw_state=a&raw_state=b``), none rejected.
+
+    Raw states are open vocabularies: a value no table knows must still be
+    searchable, so choices only suggest and never validate.
+    """
+
+    def valid_value(self, value: str) -> bool:
+        return len(value) <= 256
+
+
+class AnyValueMultipleFilter(django_filters.MultipleChoiceFilter):
+    field_class = AnyValueMultipleField
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("choices", ())
+        kwargs.setdefault("widget", forms.SelectMultiple)
+        super().__init__(*args, **kwargs)
+
+
+def choice_pairs(values: tuple[str, ...] | list[str]) -> list[tuple[str, str]]:
+    return [(v, v) for v in values]
+
+
+class StuckFilter(django_filters.NumberFilter):
+    """Non-terminal work whose last upstream change is older than N minutes."""
+
+    def __init__(self, *args: Any, status_field: str = "status", **kwargs: Any) -> None:
+        self.status_field = status_field
+        kwargs.setdefault("min_value", 1)
+        kwargs.setdefault("label", "Stuck for more than (minutes)")
+        super().__init__(*args, **kwargs)
+
+    def filter(self, qs: QuerySet, value: Any) -> QuerySet:
+        if value in (None, ""):
+            return qs
+        cutoff = timezone.now() - dt.timedelta(minutes=int(value))
+        return qs.filter(
+            **{f"{self.status_field}__in": sorted(ACTIVE_PRODUCT_STATUSES)},
+            **{f"{self.field_name}__lt": cutoff},
+        )
+
+
+class PrefixSearchFilter(django_filters.CharFilter):
+    """``?q=`` matches the start of any of ``fields`` (prefix: index-friendly)."""
+
+    def __init__(self, *args: Any, fields: tuple[str, ...], **kwargs: Any) -> None:
+        self.fields = fields
+        kwargs.setdefault("max_length", 256)
+        super().__init__(*args, **kwargs)
+
+    def filter(self, qs: QuerySet, value: str) -> QuerySet:
+        value = (value or "").strip()
+        if not value:
+            return qs
+        query = Q()
+        for name in self.fields:
+            query |= Q(**{f"{name}__startswith": value})
+        return qs.filter(query)
+
+
+class NoopBooleanFilter(django_filters.BooleanFilter):
+    """A URL flag that changes the page, not the rows (e.g. auto-refresh)."""
+
+    def filter(self, qs: QuerySet, value: Any) -> QuerySet:
+        return qs
+
+
+class SortFilter(django_filters.ChoiceFilter):
+    """Which column the keyset page sorts on (newest first); read by the view."""
+
+    def filter(self, qs: QuerySet, value: Any) -> QuerySet:
+        return qs
+
+
+def datetime_widget() -> forms.DateTimeInput:
+    return forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M")

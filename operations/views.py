@@ -1,0 +1,52 @@
+"""Runtime operation pages: every internal value stays beside the display status."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+
+from beeos_console import roles
+from beeos_console.listing import KeysetListView
+from beeos_console.models import AuditEntry
+from beeos_console.permissions import RoleRequiredMixin, role_required
+
+from . import states
+from .filters import OPERATION_SORTS, RuntimeOperationFilterSet
+from .models import RuntimeOperation
+from .services import project_operation_row
+
+EVENT_ROWS = 500
+TRAIL_ROWS = 50
+
+
+class OperationListView(RoleRequiredMixin, KeysetListView):
+    filterset_class = RuntimeOperationFilterSet
+    rows_template = "operations/_rows.html"
+    title = "Runtime operations"
+    sort_fields = OPERATION_SORTS
+
+    def get_queryset(self) -> QuerySet:
+        return RuntimeOperation.objects.defer("raw_payload", "result", "error_context", "progress")
+
+
+@role_required(roles.SUPPORT)
+def operation_detail(request: HttpRequest, operation_id: str) -> HttpResponse:
+    op = get_object_or_404(RuntimeOperation, operation_id=operation_id)
+    projection = project_operation_row(op)
+    events = list(op.events.order_by("sequence", "event_id")[: EVENT_ROWS + 1])
+    context = {
+        "op": op,
+        "projection": projection,
+        "drift": op.projection_drift(projection),
+        "events": events[:EVENT_ROWS],
+        "events_truncated": len(events) > EVENT_ROWS,
+        "cancel_refusal": states.cancel_refusal(op.raw_status),
+        "upstream_terminal_disagrees": op.terminal != states.is_terminal(op.raw_status),
+        "trail": list(
+            AuditEntry.objects.filter(object_kind="operation", object_id=op.operation_id)[
+                :TRAIL_ROWS
+            ]
+        ),
+    }
+    return render(request, "operations/detail.html", context)

@@ -1,0 +1,61 @@
+"""Read helpers for task pages: each one a fixed number of queries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db.models import F
+from django.db.models.fields.tuple_lookups import Tuple, TupleLessThan
+
+from beeos_console.pagination import BadCursor, decode_cursor, encode_cursor
+
+from . import states
+from .models import Message, Task
+
+
+def tasks_by_id(task_id: str, *, protocol: str | None = None) -> list[Task]:
+    """The same id may exist under several protocols (OpenAPI and its A2A projection)."""
+    qs = Task.objects.filter(task_id=task_id)
+    if protocol:
+        qs = qs.filter(protocol=protocol)
+    return list(qs.order_by("protocol")[:5])
+
+
+@dataclass
+class Timeline:
+    messages: list[Message]
+    earlier_cursor: str | None
+
+
+def timeline(task: Task, *, before: str | None = None, limit: int = 100) -> Timeline:
+    """The newest ``limit`` messages of a task, oldest first; older ones on request.
+
+    One query whatever the length of the conversation ("load earlier" pages
+    back with a keyset cursor on (created_at, id)).
+    """
+    qs = Message.objects.filter(task=task).exclude(created_at__isnull=True)
+    if before:
+        try:
+            value, pk = decode_cursor(before)
+        except BadCursor:
+            value = None
+        if value is not None:
+            qs = qs.filter(TupleLessThan(Tuple(F("created_at"), F("id")), (value, pk)))
+    rows = list(qs.order_by("-created_at", "-id")[: limit + 1])
+    more = len(rows) > limit
+    rows = rows[:limit]
+    rows.reverse()
+    earlier = encode_cursor(rows[0].created_at, rows[0].pk) if more and rows else None
+    return Timeline(rows, earlier)
+
+
+def deciding_reply(task: Task) -> Message | None:
+    """The terminal agent reply that is the evidence for the task's result (seed)."""
+    return (
+        Message.objects.filter(
+            task=task, type=states.AGENT_REPLY, state__in=states.MESSAGE_TERMINAL_STATES
+        )
+        .order_by("-created_at", "-id")
+        .only("id", "message_id", "state", "stop_reason")
+        .first()
+    )

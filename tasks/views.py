@@ -1,0 +1,79 @@
+"""Task and message pages: thin views over FilterSets, selectors and templates."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from beeos_console import roles
+from beeos_console.listing import KeysetListView
+from beeos_console.models import AuditEntry
+from beeos_console.permissions import RoleRequiredMixin, role_required
+
+from . import selectors, states
+from .filters import TASK_SORTS, MessageFilterSet, TaskFilterSet
+from .models import Message, Task
+
+TIMELINE_PAGE = 100
+TRAIL_ROWS = 50
+
+
+class TaskListView(RoleRequiredMixin, KeysetListView):
+    filterset_class = TaskFilterSet
+    rows_template = "tasks/_rows.html"
+    title = "Tasks"
+    sort_fields = TASK_SORTS
+
+    def get_queryset(self) -> QuerySet:
+        return Task.objects.defer("raw_payload", "result", "metadata", "error")
+
+
+class MessageListView(RoleRequiredMixin, KeysetListView):
+    filterset_class = MessageFilterSet
+    rows_template = "tasks/_message_rows.html"
+    title = "Messages"
+    open_filters = ("state",)
+
+    def get_queryset(self) -> QuerySet:
+        return Message.objects.select_related("task").defer(
+            "raw_payload", "parts", "content", "task__raw_payload", "task__result"
+        )
+
+
+@role_required(roles.SUPPORT)
+def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
+    candidates = selectors.tasks_by_id(task_id, protocol=request.GET.get("protocol"))
+    if not candidates:
+        raise Http404("No task with this id is mirrored.")
+    if len(candidates) > 1:
+        return render(request, "tasks/choose.html", {"task_id": task_id, "tasks": candidates})
+    task = candidates[0]
+    projection = states.project(task.protocol, task.raw_state)
+    timeline = selectors.timeline(task, before=request.GET.get("before"), limit=TIMELINE_PAGE)
+    context = {
+        "task": task,
+        "projection": projection,
+        "rule_text": states.explain(task.protocol, task.raw_state, projection),
+        "drift": task.projection_drift(projection),
+        "foreign_spelling": states.is_foreign_cancel_spelling(task.protocol, task.raw_state),
+        "wire_spelling": _wire_spelling(task),
+        "timeline": timeline,
+        "deciding_reply": selectors.deciding_reply(task),
+        "artifacts": list(task.artifacts.all()),
+        "trail": list(
+            AuditEntry.objects.filter(object_kind="task", object_id=task.task_id)[:TRAIL_ROWS]
+        ),
+    }
+    if getattr(request, "htmx", None) and request.htmx.target == "timeline":
+        return render(request, "tasks/_timeline.html", context)
+    return render(request, "tasks/detail.html", context)
+
+
+def _wire_spelling(task: Task) -> str:
+    """How this protocol spells the state on its own wire (A2A: JSON form)."""
+    if task.protocol == states.A2A:
+        return states.a2a_wire_json(task.raw_state)
+    if task.protocol == states.PRODUCT:
+        return states.product_write_value(task.protocol, task.raw_state)
+    return task.raw_state
