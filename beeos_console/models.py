@@ -57,6 +57,15 @@ class AuditEntry(models.Model):
         when = f"{self.at:%Y-%m-%d %H:%M:%S}"
         return f"{when} {self.actor} {self.action} {self.object_kind}/{self.object_id}"
 
+    @property
+    def before_raw(self) -> str:
+        """The raw state before, whichever vocabulary the object uses."""
+        return self.before.get("raw_state") or self.before.get("raw_status") or ""
+
+    @property
+    def after_raw(self) -> str:
+        return self.after.get("raw_state") or self.after.get("raw_status") or ""
+
     def save(self, *args: Any, **kwargs: Any) -> None:
         if not self._state.adding:
             raise AppendOnlyError("Audit entries are append-only: they cannot be updated.")

@@ -1,0 +1,91 @@
+"""Every list and detail view runs a fixed number of SQL queries, pinned here.
+
+The counts live in ``tests/query_counts.json`` (as NetBox does). Each view is
+measured twice, on a small and on a larger data set: the two must agree (no
+N+1) and match the pinned number. Run with ``UPDATE_QUERY_COUNTS=1`` after an
+intended change to rewrite the file. No query may ``COUNT`` an unbounded set.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from .factories import make_a2a_task, make_event, make_message, make_operation, make_task
+
+pytestmark = pytest.mark.django_db
+
+PINNED_FILE = Path(__file__).with_name("query_counts.json")
+PINNED = json.loads(PINNED_FILE.read_text())
+MEASURED: dict[str, int] = {}
+
+
+def populate(scale: int) -> dict[str, str]:
+    """``scale`` tasks with messages, operations with events; returns detail URLs."""
+    task = op = None
+    for i in range(scale):
+        task = make_task(["running", "failed", "timeout", "completed"][i % 4], minutes_ago=i)
+        make_a2a_task(
+            "TASK_STATE_COMPLETED",
+            artifacts=[{"artifactId": f"art-{i}", "parts": [{"text": "x"}]}],
+            history=[{"messageId": f"h-{scale}-{i}", "role": "user", "parts": [{"text": "q"}]}],
+        )
+        for _ in range(3):
+            make_message(task, body=f"reply {i}")
+        op = make_operation(["outcome_unknown", "running", "failed"][i % 3])
+        for seq in range(1, 4):
+            make_event(op, seq)
+    return {
+        "tasks:detail": f"/tasks/{task.task_id}/",
+        "operations:detail": f"/operations/{op.operation_id}/",
+    }
+
+
+VIEWS = {
+    "dashboard": "/",
+    "tasks:list": "/tasks/",
+    "tasks:list:filtered": "/tasks/?status=failed&status=processing&protocol=openapi&stuck=5&q=tsk",
+    "tasks:list:htmx": "/tasks/?status=failed",
+    "tasks:detail": None,
+    "tasks:messages": "/messages/?state=completed",
+    "operations:list": "/operations/?raw_status=outcome_unknown&raw_status=running",
+    "operations:detail": None,
+    "audit:log": "/audit/log/",
+}
+
+
+def measure(client, name: str, url: str) -> int:
+    headers = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "results"} if "htmx" in name else {}
+    with CaptureQueriesContext(connection) as ctx:
+        response = client.get(url, **headers)
+    assert response.status_code == 200, (name, response.status_code)
+    for query in ctx.captured_queries:
+        sql = query["sql"].upper()
+        if "COUNT(" in sql:
+            assert "LIMIT" in sql, f"{name} counts an unbounded set: {query['sql']}"
+    return len(ctx.captured_queries)
+
+
+@pytest.mark.parametrize("name", list(VIEWS))
+def test_query_count_is_fixed_and_pinned(client, admin_user, name):
+    client.force_login(admin_user)
+    small_urls = populate(2)
+    small = measure(client, name, VIEWS[name] or small_urls[name])
+    big_urls = populate(25)
+    big = measure(client, name, VIEWS[name] or big_urls[name])
+    assert small == big, f"{name}: {small} queries on 2 rows, {big} on 25+ (an N+1)"
+    MEASURED[name] = big
+    if os.environ.get("UPDATE_QUERY_COUNTS"):
+        pinned = json.loads(PINNED_FILE.read_text())
+        pinned[name] = big
+        PINNED_FILE.write_text(json.dumps(pinned, indent=2, sort_keys=True) + "\n")
+        return
+    assert PINNED.get(name) == big, (
+        f"{name} runs {big} queries, pinned {PINNED.get(name)}; "
+        "if intended, rerun with UPDATE_QUERY_COUNTS=1"
+    )

@@ -1,0 +1,343 @@
+"""The operator UI as a user meets it: filters in the URL, keyset pages, detail pages."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from beeos_console.audit import Actor
+from tasks.services import ingest_openapi_task
+
+from .factories import (
+    make_a2a_task,
+    make_event,
+    make_message,
+    make_operation,
+    make_task,
+    openapi_task,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+def task_ids(response) -> list[str]:
+    return re.findall(r'href="/tasks/([^/"]+)/\?protocol=', response.content.decode())
+
+
+@pytest.fixture
+def support(client, support_user):
+    client.force_login(support_user)
+    return client
+
+
+class TestTaskList:
+    def test_several_statuses_at_once(self, support):
+        failed = make_task("failed")
+        cancelled = make_task("canceled")
+        make_task("running")
+        response = support.get("/tasks/?status=failed&status=cancelled")
+        assert response.status_code == 200
+        assert set(task_ids(response)) == {failed.task_id, cancelled.task_id}
+
+    @pytest.mark.parametrize(
+        ("query", "expected"),
+        [
+            ("protocol=a2a", {"a2a"}),
+            ("raw_state=timeout", {"timeout"}),
+            ("reason=rejected", {"rejected"}),
+            ("outcome_certainty=uncertain", {"timeout"}),
+            ("retry_policy=safe_to_retry", {"rejected"}),
+        ],
+    )
+    def test_each_filter(self, support, query, expected):
+        by_name = {
+            "timeout": make_task("timeout"),
+            "rejected": make_task("rejected"),
+            "running": make_task("running"),
+            "a2a": make_a2a_task(),
+        }
+        response = support.get(f"/tasks/?{query}")
+        assert set(task_ids(response)) == {by_name[name].task_id for name in expected}
+
+    def test_agent_and_prefix_search(self, support):
+        mine = make_task(agent_id="agt_kyc_checker")
+        make_task(agent_id="agt_other")
+        assert task_ids(support.get("/tasks/?agent_id=agt_kyc_checker")) == [mine.task_id]
+        assert task_ids(support.get(f"/tasks/?q={mine.task_id[:10]}")) == [mine.task_id]
+
+    def test_created_range(self, support):
+        now = timezone.now()
+        old = make_task(now=now, minutes_ago=600)
+        new = make_task(now=now, minutes_ago=5)
+        since = (now - dt.timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M")
+        assert task_ids(support.get(f"/tasks/?created_after={since}")) == [new.task_id]
+        assert task_ids(support.get(f"/tasks/?created_before={since}")) == [old.task_id]
+
+    def test_stuck_means_non_terminal_and_quiet_for_n_minutes(self, support):
+        now = timezone.now()
+        stuck = make_task("running", now=now, minutes_ago=240)
+        make_task("running", now=now, minutes_ago=2)
+        make_task("completed", now=now, minutes_ago=240)
+        assert task_ids(support.get("/tasks/?stuck=60")) == [stuck.task_id]
+
+    def test_sort_by_updated(self, support):
+        first = make_task(minutes_ago=30)
+        second = make_task(minutes_ago=20)
+        touched = openapi_task("completed", minutes_ago=30, task_id=first.task_id)
+        touched["updated_at"] = "2026-11-30T09:00:00Z"
+        ingest_openapi_task(touched, actor=Actor.system())
+        assert task_ids(support.get("/tasks/?sort=created")) == [second.task_id, first.task_id]
+        assert task_ids(support.get("/tasks/?sort=updated")) == [first.task_id, second.task_id]
+
+    def test_bad_filter_value_is_a_clear_400(self, support):
+        make_task()
+        response = support.get("/tasks/?status=exploded&stuck=soon")
+        assert response.status_code == 400
+        html = response.content.decode()
+        assert "These filters could not be applied" in html
+        assert "exploded" in html
+        assert task_ids(response) == []
+
+    def test_every_active_filter_has_a_one_click_removal(self, support):
+        make_task("failed")
+        html = support.get("/tasks/?status=failed&status=cancelled&protocol=openapi").content
+        html = html.decode()
+        assert 'href="/tasks/?status=cancelled&amp;protocol=openapi"' in html
+        assert 'href="/tasks/?status=failed&amp;protocol=openapi"' in html
+        assert 'href="/tasks/?status=failed&amp;status=cancelled"' in html
+
+    def test_htmx_gets_only_the_results_fragment(self, support):
+        make_task("failed")
+        response = support.get(
+            "/tasks/?status=failed", HTTP_HX_REQUEST="true", HTTP_HX_TARGET="results"
+        )
+        html = response.content.decode()
+        assert "<html" not in html
+        assert "<table" in html
+        assert "HX-Request" in response["Vary"]
+
+    def test_auto_refresh_polls_the_same_url(self, support):
+        html = support.get("/tasks/?status=processing&refresh=true").content.decode()
+        assert 'hx-trigger="every 15s"' in html
+        assert 'hx-get="/tasks/?status=processing&amp;refresh=true"' in html
+
+
+class TestKeysetPages:
+    def test_pages_walk_forward_and_back_without_overlap(self, support):
+        made = [make_task(minutes_ago=i) for i in range(120)]
+        first = support.get("/tasks/")
+        page1 = task_ids(first)
+        assert len(page1) == 50
+        older = re.search(r'href="(/tasks/\?after=[^"]+)"', first.content.decode()).group(1)
+        second = support.get(older.replace("&amp;", "&"))
+        page2 = task_ids(second)
+        newer = re.search(r'href="(/tasks/\?before=[^"]+)"', second.content.decode()).group(1)
+        back = task_ids(support.get(newer.replace("&amp;", "&")))
+        assert back == page1
+        assert not set(page1) & set(page2)
+        newest_first = [t.task_id for t in made]
+        assert page1 + page2 == newest_first[:100]
+
+    def test_a_mangled_cursor_falls_back_to_the_first_page_with_a_note(self, support):
+        make_task()
+        response = support.get("/tasks/?after=not-a-cursor")
+        assert response.status_code == 200
+        assert "not valid any more" in response.content.decode()
+
+    def test_matching_count_is_capped(self, support, settings):
+        from beeos_console import pagination
+
+        for i in range(5):
+            make_task(minutes_ago=i)
+        original = pagination.CAPPED_COUNT
+        pagination.CAPPED_COUNT = 3
+        try:
+            html = support.get("/tasks/").content.decode()
+        finally:
+            pagination.CAPPED_COUNT = original
+        assert "3+ matching" in html
+
+
+class TestTaskDetail:
+    def test_projection_raw_state_and_rule_in_words(self, support):
+        task = make_task("timeout", error="deadline passed")
+        html = support.get(f"/tasks/{task.task_id}/").content.decode()
+        assert '<code class="raw">timeout</code>' in html
+        assert "OpenAPI `timeout` → failed · timeout · uncertain · manual review" in html
+        assert "retry policy: manual_review" in html
+        assert "may already have reached the agent or device" in html
+        assert "deadline passed" in html
+
+    def test_no_uncertain_banner_when_certain(self, support):
+        task = make_task("completed")
+        html = support.get(f"/tasks/{task.task_id}/").content.decode()
+        assert "may already have reached" not in html
+
+    def test_timeline_marks_the_deciding_agent_reply(self, support):
+        task = make_task("completed")
+        make_message(task, type="chat_message", body="Please do it")
+        reply = make_message(task, body="All done")
+        html = support.get(f"/tasks/{task.task_id}/").content.decode()
+        deciding = re.search(r'<li class="message deciding" id="m-(\d+)">', html)
+        assert deciding and int(deciding.group(1)) == reply.pk
+        assert "Decided the task" in html
+        assert html.index("Please do it") < html.index("All done")
+
+    def test_long_timeline_is_capped_with_load_earlier(self, support):
+        task = make_task("running")
+        for i in range(105):
+            make_message(task, body=f"chunk {i:03d}", state="streaming", stop_reason=None)
+        html = support.get(f"/tasks/{task.task_id}/").content.decode()
+        assert "chunk 104" in html and "chunk 004" not in html
+        earlier = re.search(r'href="\?protocol=openapi&amp;before=([^"]+)"', html).group(1)
+        older = support.get(f"/tasks/{task.task_id}/?protocol=openapi&before={earlier}")
+        assert "chunk 004" in older.content.decode()
+
+    @pytest.mark.parametrize(
+        "hostile",
+        ['<script>alert("x")</script>', '<img src=x onerror="alert(1)">'],
+    )
+    def test_agent_output_is_escaped_everywhere(self, support, hostile):
+        task = make_task("failed", error=hostile, metadata={"note": hostile})
+        make_message(task, body=hostile, parts=[{"type": "custom", "text": hostile}])
+        for url in (f"/tasks/{task.task_id}/", "/messages/"):
+            html = support.get(url).content.decode()
+            assert hostile not in html
+            assert "&lt;" in html
+
+    def test_unknown_task_is_404(self, support):
+        assert support.get("/tasks/tsk_nope/").status_code == 404
+
+    def test_same_id_in_two_protocols_asks_which(self, support):
+        make_task(task_id="shared-id-1")
+        make_a2a_task(id="shared-id-1")
+        response = support.get("/tasks/shared-id-1/")
+        assert "Several tasks have the id" in response.content.decode()
+        one = support.get("/tasks/shared-id-1/?protocol=a2a")
+        assert "TASK_STATE_WORKING" in one.content.decode()
+
+    def test_unmapped_state_is_explained(self, support):
+        task = make_task("paused_by_ops")
+        html = support.get(f"/tasks/{task.task_id}/").content.decode()
+        assert "Unmapped state." in html and "paused_by_ops" in html
+
+    def test_audit_trail_shows_status_changes(self, support):
+        task = make_task("running")
+        ingest_openapi_task(
+            openapi_task("completed", task_id=task.task_id, updated_at="2026-11-30T09:00:00Z"),
+            actor=Actor.feeder("sync"),
+        )
+        html = support.get(f"/tasks/{task.task_id}/").content.decode()
+        assert "task.state_changed" in html and "sync" in html
+
+
+class TestOperations:
+    def test_filters(self, support):
+        unknown = make_operation("outcome_unknown")
+        make_operation("running")
+        blocked = make_operation(
+            "projection_blocked", projection={"revision": "4", "state": "blocked"}
+        )
+        html = support.get("/operations/?raw_status=outcome_unknown").content.decode()
+        assert unknown.operation_id in html and blocked.operation_id not in html
+        html = support.get("/operations/?projection_state=blocked").content.decode()
+        assert blocked.operation_id in html and unknown.operation_id not in html
+        html = support.get("/operations/?status=failed&retry_policy=manual_review").content
+        assert unknown.operation_id in html.decode()
+
+    @pytest.mark.parametrize(
+        "query",
+        [
+            "effect_state=committed",
+            "error_code=INSTANCE_OFFLINE",
+            "retry_mode=resubmit",
+            "capability=conversation.control",
+            "method=session/set_model",
+            "instance_id=ins_store118",
+            "target_scope=agent",
+        ],
+    )
+    def test_every_operation_filter_is_accepted(self, support, query):
+        make_operation("running")
+        assert support.get(f"/operations/?{query}").status_code == 200
+
+    def test_detail_keeps_every_internal_value(self, support):
+        op = make_operation(
+            "failed",
+            effectState="failed",
+            error={
+                "code": "INSTANCE_OFFLINE",
+                "message": "Instance offline",
+                "operationId": "x",
+                "effectState": "failed",
+                "retryMode": "resubmit",
+                "context": {"lastSeenAt": "2026-11-30T07:40:00Z"},
+            },
+            projection={"revision": "12", "state": "not_applicable"},
+            cancelRequest={
+                "requestedBy": "usr_ana",
+                "reason": "wrong model",
+                "requestedAt": "2026-11-30T07:59:00Z",
+            },
+        )
+        make_event(op, 1, "runtime_operation_started")
+        make_event(op, 2, "runtime_rpc_response")
+        html = support.get(f"/operations/{op.operation_id}/").content.decode()
+        for text in (
+            "INSTANCE_OFFLINE",
+            "resubmit",
+            "safe_to_retry",
+            "not_applicable",
+            "lastSeenAt",
+            "wrong model",
+            "runtime_operation_started",
+            "runtime_rpc_response",
+        ):
+            assert text in html, text
+
+    def test_outcome_unknown_banner(self, support):
+        op = make_operation("outcome_unknown", effectState="outcome_unknown")
+        html = support.get(f"/operations/{op.operation_id}/").content.decode()
+        assert "Automatic replay is unsafe" in html
+
+
+def test_messages_filters(support):
+    task = make_task("failed")
+    failed = make_message(task, state="failed", stop_reason="max_tokens", body="cut off")
+    make_message(task, body="fine")
+    html = support.get("/messages/?state=failed&stop_reason=max_tokens").content.decode()
+    assert failed.message_id in html and "fine" not in html
+    html = support.get(f"/messages/?task={task.task_id}&type=agent_reply").content.decode()
+    assert "cut off" in html and "fine" in html
+
+
+def test_dashboard_counts_and_attention(support):
+    now = timezone.now()
+    make_task("running", now=now, minutes_ago=300)
+    make_task("completed", now=now, minutes_ago=5)
+    make_operation("outcome_unknown")
+    response = support.get(reverse("dashboard"))
+    html = response.content.decode()
+    assert "Stuck work" in html and "Operations needing attention" in html
+    assert '<svg viewBox="0 0 480 96"' in html
+    assert "outcome_unknown" in html
+
+
+@pytest.mark.parametrize("url", ["/", "/tasks/", "/operations/", "/messages/", "/audit/log/"])
+def test_a_user_without_a_role_is_refused_with_a_plain_message(client, django_user_model, url):
+    nobody = django_user_model.objects.create_user("walk-in", password="x")
+    client.force_login(nobody)
+    response = client.get(url)
+    assert response.status_code == 403
+    assert "This needs the" in response.content.decode()
+
+
+def test_audit_log_is_for_admins(client, support_user, admin_user):
+    client.force_login(support_user)
+    assert client.get("/audit/log/").status_code == 403
+    client.force_login(admin_user)
+    assert client.get("/audit/log/").status_code == 200
