@@ -57,6 +57,14 @@ class AuditEntry(models.Model):
         when = f"{self.at:%Y-%m-%d %H:%M:%S}"
         return f"{when} {self.actor} {self.action} {self.object_kind}/{self.object_id}"
 
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if not self._state.adding:
+            raise AppendOnlyError("Audit entries are append-only: they cannot be updated.")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
+        raise AppendOnlyError("Audit entries are append-only: they cannot be deleted.")
+
     @property
     def before_raw(self) -> str:
         """The raw state before, whichever vocabulary the object uses."""
@@ -65,14 +73,6 @@ class AuditEntry(models.Model):
     @property
     def after_raw(self) -> str:
         return self.after.get("raw_state") or self.after.get("raw_status") or ""
-
-    def save(self, *args: Any, **kwargs: Any) -> None:
-        if not self._state.adding:
-            raise AppendOnlyError("Audit entries are append-only: they cannot be updated.")
-        super().save(*args, **kwargs)
-
-    def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
-        raise AppendOnlyError("Audit entries are append-only: they cannot be deleted.")
 
 
 class Projected(models.Model):
