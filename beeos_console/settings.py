@@ -50,6 +50,8 @@ INSTALLED_APPS = [
     "django.contrib.humanize",
     "rest_framework",
     "django_filters",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_htmx",
     "beeos_console",
     "tasks",
@@ -144,11 +146,36 @@ if env_bool("USE_X_FORWARDED_PROTO", False):
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
+        "beeos_console.tokens.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PERMISSION_CLASSES": [
+        "rest_framework.permissions.IsAuthenticated",
+        "beeos_console.api.IsSupport",
+    ],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_RENDERER_CLASSES": [
+        "rest_framework.renderers.JSONRenderer",
+        "rest_framework.renderers.BrowsableAPIRenderer",
+    ],
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
+SPECTACULAR_SETTINGS = {
+    "TITLE": "BeeOS Operator Console API",
+    "DESCRIPTION": (
+        "Read the mirrored BeeOS tasks, messages and runtime operations (raw values and the "
+        "product projection side by side), push snapshots through the ingest API, and act "
+        "on work. Authenticate with a session or `Authorization: Bearer <token>`."
+    ),
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+INGEST_MAX_RECORDS = 1000
+INGEST_MAX_BYTES = int(os.environ.get("INGEST_MAX_BYTES", str(8 * 1024 * 1024)))
 
 LOGGING = {
     "version": 1,

@@ -20,6 +20,7 @@ urlpatterns = [
     ),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
+    path("api/", include("beeos_console.api_urls")),
     path("", include("tasks.urls")),
     path("", include("operations.urls")),
     path("audit/", include(audit_patterns)),

@@ -52,6 +52,8 @@ class Task(Projected):
     payload_digest = models.CharField(max_length=64)
     first_seen_at = models.DateTimeField(auto_now_add=True)
     mirrored_at = models.DateTimeField(auto_now=True)
+    # Set by a webhook: the sync re-reads this task from the API ("the API is truth").
+    resync_requested_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [
@@ -77,6 +79,11 @@ class Task(Projected):
                 fields=["context_id"], name="task_context_idx", opclasses=["varchar_pattern_ops"]
             ),
             models.Index(fields=["channel_id"], name="task_channel_idx"),
+            models.Index(
+                fields=["resync_requested_at"],
+                name="task_resync_idx",
+                condition=models.Q(resync_requested_at__isnull=False),
+            ),
         ]
 
     def __str__(self) -> str:
@@ -172,3 +179,36 @@ class Artifact(models.Model):
 
     def __str__(self) -> str:
         return f"artifact {self.artifact_id}"
+
+
+class WebhookEvent(models.Model):
+    """One received BeeOS task event, kept for idempotency and for the record.
+
+    Deliveries are at-least-once: (task_id, status, event timestamp) is the
+    dedupe key the BeeOS receiver checklist prescribes.
+    """
+
+    class Scheme(models.TextChoices):
+        TASK_PUSH = "task_push", "X-BeeOS-Signature (task push)"
+        DEVELOPER = "developer", "X-BeeOS-Webhook-Signature (developer webhook)"
+
+    type = models.CharField(max_length=64)
+    task_id = models.CharField(max_length=ID_MAX)
+    context_id = models.CharField(max_length=ID_MAX, blank=True)
+    status = models.CharField(max_length=64)
+    final = models.BooleanField(default=False)
+    event_timestamp = models.DateTimeField()
+    scheme = models.CharField(max_length=16, choices=Scheme.choices)
+    received_at = models.DateTimeField(auto_now_add=True)
+    raw_payload = models.JSONField(default=dict)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["task_id", "status", "event_timestamp"], name="webhook_event_dedupe"
+            ),
+        ]
+        indexes = [models.Index(fields=["-received_at"], name="webhook_received_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.type} {self.task_id} {self.status}"

@@ -58,11 +58,16 @@ class TaskSnapshot:
 # --- parsing (edge validation) --------------------------------------------
 
 
-def parse_openapi_task(data: Any, *, protocol: str = states.OPENAPI) -> TaskSnapshot:
-    """The ``data`` of a BeeOS TaskResponse (or a product producer's task)."""
+def parse_openapi_task(
+    data: Any, *, protocol: str = states.OPENAPI, agent_optional: bool = False
+) -> TaskSnapshot:
+    """The ``data`` of a BeeOS TaskResponse (or a product producer's task).
+
+    ``agent_optional``: a webhook TaskEvent names no agent; the sync fills it in.
+    """
     r = Reader(data)
     task_id = r.str("task_id", required=True)
-    agent_id = r.str("agent_id", required=protocol == states.OPENAPI)
+    agent_id = r.str("agent_id", required=protocol == states.OPENAPI and not agent_optional)
     raw_state = r.str("status", required=True, max_length=64)
     metadata = r.object("metadata")
     fields = {
@@ -164,8 +169,15 @@ def _state_summary(task: Task) -> dict[str, Any]:
     }
 
 
-def write_task(snapshot: TaskSnapshot, *, actor: Actor) -> IngestResult:
-    """The one write path for a task row."""
+def write_task(
+    snapshot: TaskSnapshot, *, actor: Actor, authoritative: bool = False
+) -> IngestResult:
+    """The one write path for a task row.
+
+    ``authoritative``: the snapshot was just read from the BeeOS API ("the API
+    is truth"), so it wins over timestamps from webhooks; a terminal state
+    still never goes back.
+    """
     projection = states.project(snapshot.protocol, snapshot.raw_state)
     payload_digest = digest(snapshot.payload)
     with transaction.atomic():
@@ -179,14 +191,14 @@ def write_task(snapshot: TaskSnapshot, *, actor: Actor) -> IngestResult:
         if task.payload_digest == payload_digest:
             return IngestResult(Outcome.UNCHANGED, task.task_id, task)
         stored = states.project(task.protocol, task.raw_state)
-        if is_older(snapshot.updated_at, task.updated_at):
+        if not authoritative and is_older(snapshot.updated_at, task.updated_at):
             return IngestResult(Outcome.STALE, task.task_id, task, "older than the stored snapshot")
         if stored.is_terminal and not projection.is_terminal:
             return IngestResult(
                 Outcome.STALE, task.task_id, task, "a terminal state never goes back"
             )
         same_time = snapshot.updated_at is None or snapshot.updated_at == task.updated_at
-        if same_time and _rank(projection) < _rank(stored):
+        if not authoritative and same_time and _rank(projection) < _rank(stored):
             return IngestResult(Outcome.STALE, task.task_id, task, "behind the stored lifecycle")
         before = _state_summary(task)
         counted_before = (task.status, task.created_at)

@@ -1,0 +1,168 @@
+"""The ingest API: feeders push BeeOS snapshots, one result per record.
+
+``POST /api/v1/ingest/`` with ``{"records": [{"kind": KIND, "data": {...}}]}``.
+Each record is written whole or not at all (its own savepoint); a rejected
+record never blocks the valid ones. Caps: ``INGEST_MAX_RECORDS`` records and
+``INGEST_MAX_BYTES`` bytes per call (413 above either).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from drf_spectacular.utils import OpenApiExample, extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.parsers import BaseParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from operations.services import ingest_runtime_operation, ingest_runtime_operation_event
+from tasks.services import ingest_a2a_task, ingest_message, ingest_openapi_task
+
+from .api import IsFeeder
+from .audit import Actor
+from .mirror import IngestError, IngestResult, Outcome
+
+INGESTERS: dict[str, Callable[..., IngestResult]] = {
+    "openapi_task": ingest_openapi_task,
+    "a2a_task": ingest_a2a_task,
+    "message": ingest_message,
+    "runtime_operation": ingest_runtime_operation,
+    "runtime_operation_event": ingest_runtime_operation_event,
+}
+
+
+class RawJSONParser(BaseParser):
+    """Keeps the body as bytes: the view checks its size before parsing it."""
+
+    media_type = "application/json"
+
+    def parse(
+        self, stream: Any, media_type: str | None = None, parser_context: Any = None
+    ) -> bytes:
+        return stream.read() if stream is not None else b""
+
+
+class PayloadTooLarge(Exception):
+    pass
+
+
+def ingest_record(index: int, record: Any, actor: Actor) -> dict[str, Any]:
+    """One record's result; never raises for bad input."""
+    if not isinstance(record, dict):
+        return _rejected(index, None, {"record": ["must be an object with kind and data"]})
+    kind = record.get("kind")
+    ingest = INGESTERS.get(kind) if isinstance(kind, str) else None
+    if ingest is None:
+        kinds = ", ".join(INGESTERS)
+        return _rejected(index, kind, {"kind": [f"unknown kind {kind!r}; expected one of {kinds}"]})
+    if "data" not in record:
+        return _rejected(index, kind, {"data": ["is required"]})
+    try:
+        with transaction.atomic():
+            result = ingest(record["data"], actor=actor)
+    except IngestError as exc:
+        return _rejected(index, kind, exc.errors)
+    answer = {"index": index, "kind": kind, "id": result.object_id, "result": str(result.outcome)}
+    if result.note:
+        answer["note"] = result.note
+    return answer
+
+
+def _rejected(index: int, kind: Any, errors: dict[str, list[str]]) -> dict[str, Any]:
+    return {
+        "index": index,
+        "kind": kind if isinstance(kind, str) else None,
+        "result": str(Outcome.REJECTED),
+        "errors": errors,
+    }
+
+
+RESULT = inline_serializer(
+    "IngestRecordResult",
+    {
+        "index": serializers.IntegerField(),
+        "kind": serializers.CharField(allow_null=True),
+        "id": serializers.CharField(required=False),
+        "result": serializers.ChoiceField(choices=[o.value for o in Outcome]),
+        "note": serializers.CharField(required=False),
+        "errors": serializers.DictField(child=serializers.ListField(), required=False),
+    },
+)
+
+
+class IngestView(APIView):
+    permission_classes = [IsFeeder]
+    parser_classes = [RawJSONParser]
+
+    @extend_schema(
+        request=inline_serializer(
+            "IngestRequest",
+            {
+                "records": serializers.ListField(
+                    child=inline_serializer(
+                        "IngestRecord",
+                        {
+                            "kind": serializers.ChoiceField(choices=list(INGESTERS)),
+                            "data": serializers.DictField(),
+                        },
+                    ),
+                    max_length=1000,
+                )
+            },
+        ),
+        responses={
+            200: inline_serializer("IngestResponse", {"results": RESULT.__class__(many=True)}),
+        },
+        examples=[
+            OpenApiExample(
+                "One task snapshot",
+                value={
+                    "records": [
+                        {
+                            "kind": "openapi_task",
+                            "data": {"task_id": "tsk_1", "agent_id": "agt_1", "status": "running"},
+                        }
+                    ]
+                },
+                request_only=True,
+            )
+        ],
+    )
+    def post(self, request: Request) -> Response:
+        """Store BeeOS snapshots; one result per record, in order."""
+        max_bytes = settings.INGEST_MAX_BYTES
+        length = request.META.get("CONTENT_LENGTH") or "0"
+        if length.isdigit() and int(length) > max_bytes:
+            return _too_large(f"The body is {length} bytes; at most {max_bytes} are accepted.")
+        body = request.data if isinstance(request.data, bytes) else b""
+        if len(body) > max_bytes:
+            return _too_large(f"The body is {len(body)} bytes; at most {max_bytes} are accepted.")
+        try:
+            payload = json.loads(body or b"null")
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            return Response(
+                {"detail": f"Malformed JSON: {exc}"}, status=status.HTTP_400_BAD_REQUEST
+            )
+        records = payload.get("records") if isinstance(payload, dict) else None
+        if not isinstance(records, list):
+            return Response(
+                {"detail": 'Send {"records": [{"kind": ..., "data": {...}}, ...]}.'},
+                status=status.HTTP_400_BAD_REQUEST,
+            )
+        if len(records) > settings.INGEST_MAX_RECORDS:
+            return _too_large(
+                f"{len(records)} records; at most {settings.INGEST_MAX_RECORDS} per call."
+            )
+        actor = Actor.feeder(request.user.get_username())
+        results = [ingest_record(i, record, actor) for i, record in enumerate(records)]
+        return Response({"results": results})
+
+
+def _too_large(detail: str) -> Response:
+    return Response({"detail": detail}, status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)

@@ -1,0 +1,62 @@
+"""REST API for tasks and messages: the HTML pages' FilterSets, keyset pages, JSON."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+from django.shortcuts import get_object_or_404
+from rest_framework import viewsets
+from rest_framework.exceptions import ValidationError
+
+from beeos_console.api import IsSupport, KeysetPagination
+
+from .filters import TASK_SORTS, MessageFilterSet, TaskFilterSet
+from .models import Message, Task
+from .serializers import MessageSerializer, TaskDetailSerializer, TaskSerializer
+
+
+class TaskViewSet(viewsets.ReadOnlyModelViewSet):
+    """Mirrored tasks. Detail by task id; add `?protocol=` when the id exists twice."""
+
+    permission_classes = [IsSupport]
+    filterset_class = TaskFilterSet
+    pagination_class = KeysetPagination
+    sort_fields = TASK_SORTS
+    lookup_field = "task_id"
+    lookup_value_regex = "[^/]+"
+
+    def get_queryset(self) -> QuerySet:
+        if self.action == "retrieve":
+            return Task.objects.prefetch_related("artifacts")
+        return Task.objects.defer("raw_payload", "result", "metadata")
+
+    def get_serializer_class(self) -> type:
+        return TaskDetailSerializer if self.action == "retrieve" else TaskSerializer
+
+    def get_object(self) -> Task:
+        queryset = self.get_queryset().filter(task_id=self.kwargs["task_id"])
+        protocol = self.request.query_params.get("protocol")
+        if protocol:
+            return get_object_or_404(queryset, protocol=protocol)
+        found = list(queryset[:2])
+        if len(found) > 1:
+            raise ValidationError(
+                {"protocol": ["This id exists under several protocols; add ?protocol=."]}
+            )
+        if not found:
+            get_object_or_404(queryset)
+        return found[0]
+
+
+class MessageViewSet(viewsets.ReadOnlyModelViewSet):
+    permission_classes = [IsSupport]
+    filterset_class = MessageFilterSet
+    pagination_class = KeysetPagination
+    serializer_class = MessageSerializer
+    lookup_field = "message_id"
+    lookup_value_regex = "[^/]+"
+
+    def get_queryset(self) -> QuerySet:
+        return Message.objects.select_related("task").only(
+            *(f.name for f in Message._meta.fields if f.name not in ("raw_payload", "content")),
+            "task__task_id",
+        )

@@ -1,0 +1,109 @@
+"""Task and message representations: raw values and the product projection side by side."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from . import states
+from .models import Artifact, Message, Task
+
+PROJECTION_FIELDS = (
+    "status",
+    "reason",
+    "outcome_certainty",
+    "retry_policy",
+    "projection_rule",
+    "projection_version",
+)
+
+
+class TaskSerializer(serializers.ModelSerializer):
+    wire_state = serializers.SerializerMethodField(
+        help_text="The state in this protocol's own wire spelling (OpenAPI and A2A: `canceled`)."
+    )
+    terminal = serializers.BooleanField(source="is_terminal", read_only=True)
+    cancellable = serializers.BooleanField(source="is_cancellable", read_only=True)
+
+    class Meta:
+        model = Task
+        fields = (
+            "task_id",
+            "protocol",
+            "raw_state",
+            "wire_state",
+            *PROJECTION_FIELDS,
+            "terminal",
+            "cancellable",
+            "agent_id",
+            "caller_id",
+            "caller_principal_id",
+            "caller_agent_id",
+            "caller_owner_id",
+            "target_principal_id",
+            "target_agent_id",
+            "target_owner_id",
+            "context_id",
+            "channel_id",
+            "error",
+            "created_at",
+            "started_at",
+            "updated_at",
+            "completed_at",
+            "deadline_at",
+            "mirrored_at",
+        )
+        read_only_fields = fields
+
+    def get_wire_state(self, task: Task) -> str:
+        if task.protocol == states.A2A:
+            if states.is_a2a_enum_spelling(task.raw_state):
+                json_value = states.a2a_wire_json(task.raw_state)
+                if json_value == "canceled":
+                    return states.cancel_spelling(states.A2A, like=task.raw_state)
+                return task.raw_state
+            return states.a2a_wire_json(task.raw_state)
+        if task.protocol == states.OPENAPI and task.status == "cancelled":
+            return states.cancel_spelling(states.OPENAPI)
+        if task.protocol == states.PRODUCT:
+            return states.product_write_value(task.protocol, task.raw_state)
+        return task.raw_state
+
+
+class ArtifactSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Artifact
+        fields = ("artifact_id", "name", "description", "parts", "metadata", "extensions")
+        read_only_fields = fields
+
+
+class TaskDetailSerializer(TaskSerializer):
+    artifacts = ArtifactSerializer(many=True, read_only=True)
+
+    class Meta(TaskSerializer.Meta):
+        fields = (*TaskSerializer.Meta.fields, "result", "metadata", "artifacts", "raw_payload")
+        read_only_fields = fields
+
+
+class MessageSerializer(serializers.ModelSerializer):
+    task_id = serializers.CharField(source="task.task_id", read_only=True, default=None)
+
+    class Meta:
+        model = Message
+        fields = (
+            "message_id",
+            "source",
+            "task_id",
+            "conversation_id",
+            "type",
+            "sender",
+            "role",
+            "reply_to",
+            "state",
+            "stop_reason",
+            *PROJECTION_FIELDS,
+            "body",
+            "parts",
+            "created_at",
+            "updated_at",
+        )
+        read_only_fields = fields
