@@ -150,3 +150,14 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.user})"
+
+
+class SyncCursor(models.Model):
+    """Where ``sync_beeos`` left off, per stream (e.g. ``tasks``): it resumes here."""
+
+    name = models.CharField(max_length=128, unique=True)
+    value = models.CharField(max_length=256, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.name} @ {self.value or 'start'}"

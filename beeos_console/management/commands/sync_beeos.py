@@ -1,0 +1,57 @@
+"""`manage.py sync_beeos`: pull tasks, messages and runtime operations from BeeOS."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+
+from beeos_console import upstream
+from beeos_console.sync import Syncer
+
+
+class Command(BaseCommand):
+    help = (
+        "Pull the caller's tasks (with messages) and the active runtime operations of the "
+        "configured instances from BeeOS through beeos-sdk. Resumes from the stored cursor."
+    )
+
+    def add_arguments(self, parser: Any) -> None:
+        mode = parser.add_mutually_exclusive_group()
+        mode.add_argument("--once", action="store_true", help="One pass, then exit (default).")
+        mode.add_argument(
+            "--every", type=float, metavar="SECONDS", help="Run a pass every SECONDS, forever."
+        )
+        parser.add_argument(
+            "--instance",
+            action="append",
+            dest="instances",
+            metavar="ID",
+            help="Instance to watch (repeatable); default: BEEOS_INSTANCES.",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        try:
+            client = upstream.platform_client()
+        except upstream.UpstreamNotConfigured as exc:
+            raise CommandError(f"{exc} The sync needs the BeeOS API (BEEOS_API_URL).") from exc
+        passes = 0
+        while True:
+            passes += 1
+            started = time.monotonic()
+            syncer = Syncer(client, instances=options["instances"], progress=self.stdout.write)
+            report = syncer.run()
+            elapsed = time.monotonic() - started
+            for line in report.errors[:20]:
+                self.stderr.write(f"  error: {line}")
+            self.stdout.write(
+                self.style.SUCCESS(
+                    f"sync pass {passes} done in {elapsed:.1f} s: {report.summary()}"
+                )
+            )
+            if not options["every"]:
+                if report.counts.get("errors"):
+                    raise CommandError(f"{report.counts['errors']} upstream errors (see above).")
+                return
+            time.sleep(max(options["every"] - elapsed, 0))

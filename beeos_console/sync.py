@@ -1,0 +1,302 @@
+"""Pull sync from BeeOS through ``beeos-sdk``: tasks, their messages, runtime operations.
+
+One pass:
+1. page through the caller's tasks (listUserTasks, ``state=all``) from the
+   stored cursor; for each, getTask (the status) and its messages;
+2. re-read the tasks a webhook flagged and the mirrored tasks still open;
+3. for each configured instance, page through its active runtime operations,
+   getRuntimeOperation each and read its event stream; then re-read mirrored
+   operations of that instance that are not terminal any more upstream.
+Reads honour 429 ``Retry-After``; an error on one object is counted and the
+pass goes on. Everything lands through the same services as every other write.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import beeos_sdk
+from django.conf import settings
+from django.db import transaction
+
+from operations import states as op_states
+from operations.models import RuntimeOperation
+from operations.services import ingest_runtime_operation, ingest_runtime_operation_event
+from tasks import services as task_services
+from tasks import states as task_states
+from tasks.models import Task
+
+from . import upstream
+from .audit import Actor
+from .mirror import IngestError, IngestResult
+from .models import SyncCursor
+
+ACTOR = Actor.feeder("sync_beeos")
+TASK_PAGE = 100
+MESSAGE_PAGE = 500
+OPERATION_PAGE = 200
+REREAD_LIMIT = 500
+
+
+@dataclass
+class SyncReport:
+    counts: Counter[str] = field(default_factory=Counter)
+    errors: list[str] = field(default_factory=list)
+
+    def add(self, result: IngestResult | None) -> None:
+        if result is not None:
+            self.counts[str(result.outcome)] += 1
+
+    def error(self, what: str, exc: BaseException) -> None:
+        self.counts["errors"] += 1
+        detail = getattr(exc, "status", None) or type(exc).__name__
+        self.errors.append(f"{what}: {detail}")
+
+    def summary(self) -> str:
+        keys = ("created", "updated", "unchanged", "stale", "rejected", "errors")
+        return ", ".join(f"{k} {self.counts.get(k, 0)}" for k in keys)
+
+
+def message_envelope(dto: dict[str, Any], channel_id: str) -> dict[str, Any]:
+    """A MessageDTO (listTaskMessages) in MessageEnvelope shape for the mirror."""
+    envelope = {
+        "id": dto.get("message_id"),
+        "conversation_id": channel_id,
+        "type": dto.get("type"),
+        "sender": dto.get("publisher_id") or "",
+        "reply_to": dto.get("in_reply_to"),
+        "body": dto.get("body") or "",
+        "parts": dto.get("parts"),
+        # "Pre-v3 rows omit this field; treat absent state as completed" (SDK doc).
+        "state": dto.get("state") or "completed",
+        "stop_reason": dto.get("stop_reason"),
+        "content": dto.get("payload"),
+        "created_at": dto.get("created_at"),
+        "updated_at": dto.get("updated_at"),
+    }
+    return {k: v for k, v in envelope.items() if v is not None}
+
+
+def parse_sse(text: str) -> Iterator[dict[str, Any]]:
+    """``data:`` frames of a text/event-stream body, each a JSON object."""
+    for frame in text.replace("\r\n", "\n").split("\n\n"):
+        data = "\n".join(
+            line[5:].lstrip() for line in frame.split("\n") if line.startswith("data:")
+        )
+        if data:
+            try:
+                yield json.loads(data)
+            except json.JSONDecodeError:
+                continue
+
+
+class Syncer:
+    """One configured pull sync. ``progress`` receives one line per page."""
+
+    def __init__(
+        self,
+        client: beeos_sdk.ApiClient,
+        *,
+        instances: list[str] | None = None,
+        progress: Callable[[str], None] = lambda line: None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.tasks_api = beeos_sdk.TasksApi(client)
+        self.ops_api = beeos_sdk.DefaultApi(client)
+        self.instances = instances if instances is not None else list(settings.BEEOS_INSTANCES)
+        self.progress = progress
+        self.sleep = sleep
+        self.report = SyncReport()
+
+    def _read(self, call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        def attempt() -> Any:
+            return upstream.raw_json(call, *args, **kwargs)
+
+        def waited(seconds: float) -> None:
+            self.progress(f"rate limited: waiting {seconds:g} s (Retry-After)")
+
+        return upstream.honouring_rate_limits(attempt, sleep=self.sleep, on_wait=waited)
+
+    def _ingest(self, what: str, ingest: Callable[..., IngestResult], data: Any) -> None:
+        try:
+            with transaction.atomic():
+                self.report.add(ingest(data, actor=ACTOR))
+        except IngestError as exc:
+            self.report.counts["rejected"] += 1
+            self.report.errors.append(f"{what}: rejected ({exc})")
+
+    # --- tasks ---------------------------------------------------------------
+
+    def run(self) -> SyncReport:
+        self.sync_task_pages()
+        self.reread_tasks()
+        for instance_id in self.instances:
+            self.sync_operations(instance_id)
+        return self.report
+
+    def sync_task_pages(self) -> None:
+        cursor, _ = SyncCursor.objects.get_or_create(name="tasks")
+        page = 0
+        while True:
+            page += 1
+            try:
+                body = self._read(
+                    self.tasks_api.list_user_tasks_without_preload_content,
+                    state="all",
+                    since=cursor.value or None,
+                    limit=TASK_PAGE,
+                )
+            except (beeos_sdk.ApiException, OSError) as exc:
+                self.report.error(f"listUserTasks page {page}", exc)
+                return
+            data = (body or {}).get("data") or {}
+            summaries = data.get("tasks") or []
+            before = Counter(self.report.counts)
+            for summary in summaries:
+                self.sync_task(summary.get("agent_id", ""), summary.get("task_id", ""))
+            delta = self.report.counts - before
+            self.progress(
+                f"tasks page {page}: {len(summaries)} tasks "
+                f"({', '.join(f'{k} {v}' for k, v in sorted(delta.items())) or 'nothing new'})"
+            )
+            next_since = data.get("next_since") or ""
+            if next_since:
+                # Saved per page: an interrupted run resumes here.
+                cursor.value = next_since
+                cursor.save(update_fields=["value", "updated_at"])
+            if not next_since or not summaries:
+                return
+
+    def sync_task(self, agent_id: str, task_id: str) -> None:
+        try:
+            body = self._read(self.tasks_api.get_task_without_preload_content, agent_id, task_id)
+        except (beeos_sdk.ApiException, OSError) as exc:
+            self.report.error(f"getTask {task_id}", exc)
+            return
+        data = (body or {}).get("data")
+        try:
+            snapshot = task_services.parse_openapi_task(data)
+        except IngestError as exc:
+            self.report.counts["rejected"] += 1
+            self.report.errors.append(f"task {task_id}: rejected ({exc})")
+            return
+        with transaction.atomic():
+            self.report.add(task_services.write_task(snapshot, actor=ACTOR, authoritative=True))
+            Task.objects.filter(protocol=task_states.OPENAPI, task_id=task_id).update(
+                resync_requested_at=None
+            )
+        self.sync_messages(agent_id or snapshot.fields["agent_id"], task_id)
+
+    def sync_messages(self, agent_id: str, task_id: str) -> None:
+        since: int | None = None
+        while True:
+            try:
+                body = self._read(
+                    self.tasks_api.list_task_messages_without_preload_content,
+                    agent_id,
+                    task_id,
+                    since=since,
+                    limit=MESSAGE_PAGE,
+                )
+            except (beeos_sdk.ApiException, OSError) as exc:
+                self.report.error(f"listTaskMessages {task_id}", exc)
+                return
+            data = (body or {}).get("data") or {}
+            for dto in data.get("messages") or []:
+                self._ingest(
+                    f"message {dto.get('message_id')}",
+                    task_services.ingest_message,
+                    message_envelope(dto, task_id),
+                )
+            next_since = data.get("next_since")
+            if not data.get("has_more") or not next_since:
+                return
+            try:
+                since = int(next_since)
+            except ValueError:
+                return
+
+    def reread_tasks(self) -> None:
+        """Webhook-flagged tasks first, then mirrored OpenAPI tasks still open."""
+        flagged = Task.objects.filter(
+            protocol=task_states.OPENAPI, resync_requested_at__isnull=False
+        ).order_by("resync_requested_at")
+        open_tasks = Task.objects.filter(
+            protocol=task_states.OPENAPI, status__in=("queued", "processing")
+        ).order_by("updated_at")
+        seen: set[str] = set()
+        for qs in (flagged, open_tasks):
+            for agent_id, task_id in qs.values_list("agent_id", "task_id")[:REREAD_LIMIT]:
+                if task_id in seen or not agent_id:
+                    continue
+                seen.add(task_id)
+                self.sync_task(agent_id, task_id)
+        if seen:
+            self.progress(f"re-read {len(seen)} flagged or open tasks")
+
+    # --- runtime operations ------------------------------------------------------
+
+    def sync_operations(self, instance_id: str) -> None:
+        cursor: str | None = None
+        page = 0
+        seen: set[str] = set()
+        while True:
+            page += 1
+            try:
+                body = self._read(
+                    self.ops_api.list_runtime_operations_without_preload_content,
+                    "active",
+                    instance_id,
+                    cursor=cursor,
+                    limit=OPERATION_PAGE,
+                )
+            except (beeos_sdk.ApiException, OSError) as exc:
+                self.report.error(f"listRuntimeOperations {instance_id}", exc)
+                return
+            operations = (body or {}).get("operations") or []
+            for op in operations:
+                if isinstance(op, dict) and op.get("id"):
+                    seen.add(op["id"])
+                    self.sync_operation(instance_id, op["id"])
+            self.progress(f"operations of {instance_id} page {page}: {len(operations)}")
+            cursor = (body or {}).get("nextCursor")
+            if not cursor or not operations:
+                break
+        # Operations we mirror as open that left the active list: read their end.
+        stale = (
+            RuntimeOperation.objects.filter(instance_id=instance_id, terminal=False)
+            .exclude(raw_status__in=op_states.TERMINAL_STATUSES)
+            .values_list("operation_id", flat=True)[:REREAD_LIMIT]
+        )
+        for operation_id in stale:
+            if operation_id not in seen:
+                self.sync_operation(instance_id, operation_id)
+
+    def sync_operation(self, instance_id: str, operation_id: str) -> None:
+        try:
+            snapshot = self._read(
+                self.ops_api.get_runtime_operation_without_preload_content,
+                instance_id,
+                operation_id,
+            )
+        except (beeos_sdk.ApiException, OSError) as exc:
+            self.report.error(f"getRuntimeOperation {operation_id}", exc)
+            return
+        self._ingest(f"operation {operation_id}", ingest_runtime_operation, snapshot)
+        try:
+            response = self.ops_api.stream_runtime_operation_events_without_preload_content(
+                instance_id, operation_id, _request_timeout=upstream.TIMEOUT
+            )
+            text = response.data.decode("utf-8", "replace")
+            if response.status >= 400:
+                raise beeos_sdk.ApiException(status=response.status, body=text)
+        except (beeos_sdk.ApiException, OSError) as exc:
+            self.report.error(f"operation events {operation_id}", exc)
+            return
+        for envelope in parse_sse(text):
+            self._ingest(f"event {envelope.get('id')}", ingest_runtime_operation_event, envelope)

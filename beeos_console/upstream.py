@@ -1,0 +1,95 @@
+"""The BeeOS SDK clients, configured from settings: every call to BeeOS goes through here."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import beeos_sdk
+from django.conf import settings
+
+T = TypeVar("T")
+
+# (connect, read) seconds for each upstream call.
+TIMEOUT = (5.0, 20.0)
+MAX_RATE_LIMIT_WAITS = 5
+MAX_RETRY_AFTER_SECONDS = 120.0
+
+
+class UpstreamNotConfigured(RuntimeError):
+    pass
+
+
+def platform_configured() -> bool:
+    return bool(settings.BEEOS_API_URL)
+
+
+def platform_client(host: str | None = None, api_key: str | None = None) -> beeos_sdk.ApiClient:
+    """An ``ApiClient`` for the BeeOS platform (OpenAPI tasks, runtime operations)."""
+    host = host or settings.BEEOS_API_URL
+    if not host:
+        raise UpstreamNotConfigured("BEEOS_API_URL is not set.")
+    config = beeos_sdk.Configuration(
+        host=host.rstrip("/"), access_token=api_key or settings.BEEOS_API_KEY or None
+    )
+    config.retries = 0  # we decide about retries: a blind retry can replay a side effect
+    return beeos_sdk.ApiClient(config)
+
+
+def header(exc: beeos_sdk.ApiException, name: str) -> str | None:
+    headers = exc.headers or {}
+    for key, value in dict(headers).items():
+        if key.lower() == name.lower():
+            return value
+    return None
+
+
+def retry_after_seconds(exc: beeos_sdk.ApiException, default: float = 1.0) -> float:
+    value = header(exc, "Retry-After")
+    try:
+        seconds = float(value) if value is not None else default
+    except ValueError:
+        seconds = default
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER_SECONDS)
+
+
+def honouring_rate_limits(
+    call: Callable[[], T],
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    on_wait: Callable[[float], None] | None = None,
+) -> T:
+    """Run a *read* call, waiting out 429s as ``Retry-After`` says (bounded).
+
+    Only for reads: writes (cancels) are never retried here.
+    """
+    for attempt in range(MAX_RATE_LIMIT_WAITS + 1):
+        try:
+            return call()
+        except beeos_sdk.ApiException as exc:
+            if exc.status != 429 or attempt == MAX_RATE_LIMIT_WAITS:
+                raise
+            wait = retry_after_seconds(exc)
+            if on_wait:
+                on_wait(wait)
+            sleep(wait)
+    raise AssertionError("unreachable")
+
+
+def raw_json(call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Call an SDK ``*_without_preload_content`` method and return the JSON body.
+
+    The SDK's typed models reject state values they do not know; the mirror
+    must store those raw (projected ``unmapped``), so reads take the raw JSON
+    and the SDK still does the request building, auth and error mapping.
+    """
+    kwargs.setdefault("_request_timeout", TIMEOUT)
+    response = call(*args, **kwargs)
+    wrapped = beeos_sdk.rest.RESTResponse(response)
+    body = wrapped.read() or b""
+    if wrapped.status >= 400:
+        text = body.decode("utf-8", "replace")
+        raise beeos_sdk.ApiException.from_response(http_resp=wrapped, body=text, data=None)
+    return json.loads(body) if body else None

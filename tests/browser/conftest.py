@@ -1,0 +1,112 @@
+"""Browser tests: Debian's Chromium driven through Playwright against ``live_server``.
+
+Never downloads a browser: Chromium is launched from /usr/bin/chromium only
+(`.ci/run` installs the Debian package when it is missing). A failing test
+leaves a full-page screenshot in ``test-output/screenshots/<test name>.png``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+]
+VIEWPORT = {"width": 1280, "height": 900}
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SCREENSHOTS = REPO_ROOT / "test-output" / "screenshots"
+HERE = Path(__file__).resolve().parent
+ASYNC_UNSAFE = "DJANGO_ALLOW_ASYNC_UNSAFE"
+
+phase_report_key = pytest.StashKey[dict[str, pytest.TestReport]]()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark this folder's tests ``browser`` and run them after every other test.
+
+    Last (after pytest-django's database ordering), because while Playwright runs
+    it keeps an asyncio loop running in the main thread: no other test may run
+    then. ``-m "not browser"`` leaves them out.
+    """
+    browser_items = [item for item in items if HERE in Path(item.path).resolve().parents]
+    for item in browser_items:
+        item.add_marker(pytest.mark.browser)
+    ids = {id(item) for item in browser_items}
+    items[:] = [item for item in items if id(item) not in ids] + browser_items
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> pytest.TestReport:
+    """Keep each phase's report on the item, for the page fixture's teardown."""
+    report = yield
+    item.stash.setdefault(phase_report_key, {})[report.when] = report
+    return report
+
+
+@pytest.fixture(scope="session")
+def playwright() -> Iterator:
+    from playwright.sync_api import sync_playwright
+
+    if not os.access(CHROMIUM, os.X_OK):
+        pytest.skip(f"{CHROMIUM} is missing: apt-get install chromium (never `playwright install`)")
+    # Playwright's sync API keeps an asyncio loop "running" in the main thread
+    # while it is started, so Django would refuse every ORM call the tests make
+    # (seeding, users, the transactional_db flush). Allowed only meanwhile: the
+    # variable must not leak into other tests (it also fails `check --deploy`).
+    previous = os.environ.get(ASYNC_UNSAFE)
+    os.environ[ASYNC_UNSAFE] = "true"
+    try:
+        with sync_playwright() as p:
+            yield p
+    finally:
+        if previous is None:
+            os.environ.pop(ASYNC_UNSAFE, None)
+        else:
+            os.environ[ASYNC_UNSAFE] = previous
+
+
+@pytest.fixture(scope="session")
+def browser(playwright) -> Iterator:
+    browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    yield browser
+    browser.close()
+
+
+@pytest.fixture
+def page(request: pytest.FixtureRequest, browser, transactional_db, live_server) -> Iterator:
+    """A fresh browser context (no cookies) and page, 1280x900."""
+    context = browser.new_context(viewport=VIEWPORT, base_url=live_server.url)
+    context.set_default_timeout(10_000)
+    page = context.new_page()
+    yield page
+    reports = request.node.stash.get(phase_report_key, {})
+    if any(r.failed for r in reports.values()):
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        name = re.sub(r"[^\w.\-\[\]]+", "_", request.node.name)
+        try:
+            page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+        except Exception as exc:  # a crashed page must not hide the real failure
+            print(f"could not save a screenshot for {request.node.nodeid}: {exc}")
+    context.close()
+
+
+def login(page, live_server, username: str, password: str) -> None:
+    """Log in through the real /login/ form and wait until the console is shown."""
+    page.goto(f"{live_server.url}/login/")
+    page.locator("#id_username").fill(username)
+    page.locator("#id_password").fill(password)
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url(lambda url: "/login/" not in url)
+    header = page.locator("header.topbar .who")
+    assert username in header.inner_text(), f"{username} is not shown as logged in"
