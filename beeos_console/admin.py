@@ -5,7 +5,8 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
-from .models import AuditEntry
+from . import tokens
+from .models import ApiToken, AuditEntry, StatusCount, SyncCursor
 
 
 class MirrorAdmin(admin.ModelAdmin):
@@ -35,3 +36,27 @@ class AuditEntryAdmin(MirrorAdmin):
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+@admin.register(StatusCount)
+class StatusCountAdmin(MirrorAdmin):
+    list_display = ("kind", "status", "hour", "count")
+    list_filter = ("kind",)
+
+
+@admin.register(SyncCursor)
+class SyncCursorAdmin(MirrorAdmin):
+    list_display = ("name", "value", "updated_at")
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(MirrorAdmin):
+    """Tokens are issued by `manage.py create_api_token`; the admin can only revoke."""
+
+    list_display = ("prefix", "user", "name", "created_at", "revoked_at")
+    actions = ["revoke"]
+
+    @admin.action(description="Revoke the selected tokens")
+    def revoke(self, request: HttpRequest, queryset: Any) -> None:
+        for token in queryset.filter(revoked_at__isnull=True):
+            tokens.revoke(token)

@@ -2,7 +2,7 @@ from django.contrib import admin
 
 from beeos_console.admin import MirrorAdmin
 
-from .models import Artifact, Message, Task
+from .models import Artifact, Message, Task, WebhookEvent
 
 
 @admin.register(Task)
@@ -32,3 +32,10 @@ class MessageAdmin(MirrorAdmin):
 class ArtifactAdmin(MirrorAdmin):
     list_display = ("artifact_id", "name", "task")
     raw_id_fields = ("task",)
+
+
+@admin.register(WebhookEvent)
+class WebhookEventAdmin(MirrorAdmin):
+    list_display = ("received_at", "type", "task_id", "status", "final", "scheme")
+    search_fields = ("=task_id",)
+    show_full_result_count = False

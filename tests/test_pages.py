@@ -48,3 +48,24 @@ def test_task_list_shows_raw_state_beside_status_and_escapes_ids(client, support
     assert '<code class="raw">input_required</code>' in html
     assert 'class="badge badge-blue">processing<' in html
     assert "Gateway: Local (demo)" in html
+
+
+def test_admin_registers_every_model_read_only(client, admin_user):
+    from django.apps import apps
+    from django.contrib import admin as django_admin
+
+    ours = [m for m in apps.get_models() if m._meta.app_label in ("console", "tasks", "operations")]
+    missing = [m.__name__ for m in ours if m not in django_admin.site._registry]
+    assert missing == []
+    client.force_login(admin_user)
+    for model in ours:
+        meta = model._meta
+        response = client.get(f"/admin/{meta.app_label}/{meta.model_name}/")
+        assert response.status_code == 200, meta.label
+        assert client.get(f"/admin/{meta.app_label}/{meta.model_name}/add/").status_code == 403
+
+
+def test_admin_is_for_superusers_only(client, operator_user):
+    client.force_login(operator_user)
+    response = client.get("/admin/")
+    assert response.status_code == 302  # to the admin login: not staff
