@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import django_filters
 
-from .filters import ConsoleFilterSet, NoopBooleanFilter, SortFilter, datetime_widget
+from .filters import (
+    ConsoleFilterSet,
+    NoopBooleanFilter,
+    SortFilter,
+    UtcDateTimeFilter,
+    datetime_widget,
+)
 from .models import AuditEntry
 
 
@@ -21,10 +27,10 @@ class AuditEntryFilterSet(ConsoleFilterSet):
         label="Object kind",
     )
     object_id = django_filters.CharFilter(label="Object id", max_length=256)
-    at_after = django_filters.IsoDateTimeFilter(
+    at_after = UtcDateTimeFilter(
         field_name="at", lookup_expr="gte", label="From", widget=datetime_widget()
     )
-    at_before = django_filters.IsoDateTimeFilter(
+    at_before = UtcDateTimeFilter(
         field_name="at", lookup_expr="lt", label="Before", widget=datetime_widget()
     )
     sort = SortFilter(choices=[("at", "Newest first")], empty_label=None, label="Sort")

@@ -57,6 +57,7 @@ class StuckFilter(django_filters.NumberFilter):
     def __init__(self, *args: Any, status_field: str = "status", **kwargs: Any) -> None:
         self.status_field = status_field
         kwargs.setdefault("min_value", 1)
+        kwargs.setdefault("max_value", 60 * 24 * 366 * 10)  # ten years: beyond is a typo
         kwargs.setdefault("label", "Stuck for more than (minutes)")
         super().__init__(*args, **kwargs)
 
@@ -100,6 +101,23 @@ class SortFilter(django_filters.ChoiceFilter):
 
     def filter(self, qs: QuerySet, value: Any) -> QuerySet:
         return qs
+
+
+class UtcDateTimeField(django_filters.fields.IsoDateTimeField):
+    """ISO 8601 input, normalised to UTC (PostgreSQL refuses some offsets Python accepts)."""
+
+    def to_python(self, value: Any) -> dt.datetime | None:
+        parsed = super().to_python(value)
+        if parsed is None:
+            return None
+        try:
+            return parsed.astimezone(dt.UTC)
+        except OverflowError as exc:
+            raise forms.ValidationError("This time is out of range.") from exc
+
+
+class UtcDateTimeFilter(django_filters.IsoDateTimeFilter):
+    field_class = UtcDateTimeField
 
 
 def datetime_widget() -> forms.DateTimeInput:

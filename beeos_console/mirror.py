@@ -110,7 +110,12 @@ class Reader:
             return None
         if parsed.tzinfo is None:
             parsed = parsed.replace(tzinfo=dt.UTC)
-        return parsed
+        try:
+            # Stored in UTC: PostgreSQL refuses some offsets Python accepts.
+            return parsed.astimezone(dt.UTC)
+        except OverflowError:
+            self.fail(key, f"{value[:40]!r} is out of range")
+            return None
 
     def decimal_string(self, key: str, *, required: bool = False) -> Decimal | None:
         """BeeOS sequences and revisions: unsigned decimal strings (uint64 range)."""

@@ -11,6 +11,7 @@ from beeos_console.filters import (
     PrefixSearchFilter,
     SortFilter,
     StuckFilter,
+    UtcDateTimeFilter,
     choice_pairs,
     datetime_widget,
 )
@@ -52,10 +53,10 @@ class RuntimeOperationFilterSet(ConsoleFilterSet):
     target_scope = django_filters.MultipleChoiceFilter(
         choices=RuntimeOperation.Scope.choices, label="Target scope"
     )
-    created_after = django_filters.IsoDateTimeFilter(
+    created_after = UtcDateTimeFilter(
         field_name="created_at", lookup_expr="gte", label="Created from", widget=datetime_widget()
     )
-    created_before = django_filters.IsoDateTimeFilter(
+    created_before = UtcDateTimeFilter(
         field_name="created_at", lookup_expr="lt", label="Created before", widget=datetime_widget()
     )
     stuck = StuckFilter(field_name="updated_at")
