@@ -9,12 +9,15 @@ audited with the writer as actor.
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 from django.db import transaction
 
 from beeos_console import audit, counters
 from beeos_console.audit import Actor
+from beeos_console.cancellation import CancelOutcome, CancelTarget, request_cancel
+from beeos_console.gateway import Gateway, GatewayAnswer
 from beeos_console.mirror import IngestResult, Outcome, Reader, digest, json_safe
 from beeos_console.states import Projection
 
@@ -207,3 +210,98 @@ def ingest_runtime_operation_event(data: Any, *, actor: Actor) -> IngestResult:
             **fields,
         )
         return IngestResult(Outcome.CREATED, label, created)
+
+
+# --- cancel -------------------------------------------------------------------
+
+
+def apply_local_cancel(
+    op: RuntimeOperation, *, requested_by: str, reason: str, at: dt.datetime
+) -> bool:
+    """The local gateway's cancel: a cancel request, then cancelled / effectState cancelled.
+
+    Returns False when the operation moved past running meanwhile.
+    """
+    with transaction.atomic():
+        op = RuntimeOperation.objects.select_for_update().get(pk=op.pk)
+        if not states.is_cancellable(op.raw_status):
+            return False
+        _write_local_cancel(op, requested_by=requested_by, reason=reason, at=at)
+    return True
+
+
+def _write_local_cancel(
+    op: RuntimeOperation, *, requested_by: str, reason: str, at: dt.datetime
+) -> None:
+    payload = dict(op.raw_payload or {})
+    payload.update(
+        {
+            "sequence": str(int(op.sequence) + 1),
+            "updatedAt": at.isoformat(),
+            "status": states.cancel_spelling(),
+            "effectState": "cancelled",
+            "terminal": True,
+            "cancelRequest": {
+                "requestedBy": requested_by,
+                "reason": reason,
+                "requestedAt": at.isoformat(),
+            },
+        }
+    )
+    payload.pop("progress", None)
+    ingest_runtime_operation(payload, actor=Actor.system("local-gateway"))
+
+
+class OperationCancelTarget(CancelTarget):
+    kind = "operation"
+
+    def load(self, *, lock: bool = True) -> RuntimeOperation | None:
+        qs = RuntimeOperation.objects.select_for_update() if lock else RuntimeOperation.objects
+        return qs.filter(operation_id=self.object_id).first()
+
+    def refusal(self, obj: RuntimeOperation) -> str | None:
+        refusal = states.cancel_refusal(obj.raw_status)
+        return f"{refusal} No call was made." if refusal else None
+
+    def already_requested(self, obj: RuntimeOperation) -> str | None:
+        if obj.has_cancel_request:
+            when = obj.cancel_requested_at.isoformat() if obj.cancel_requested_at else "earlier"
+            return (
+                f"Already cancel-requested by {obj.cancel_requested_by or 'someone'} ({when}). "
+                "No second request was sent."
+            )
+        return None
+
+    def summary(self, obj: RuntimeOperation) -> dict[str, Any]:
+        return _summary(obj) if obj else {}
+
+    def call(
+        self, gw: Gateway, obj: RuntimeOperation, key: str, reason: str, actor: Actor
+    ) -> GatewayAnswer:
+        return gw.cancel_operation(obj, idempotency_key=key, reason=reason, requested_by=actor.name)
+
+    def reread(self, gw: Gateway, obj: RuntimeOperation) -> None:
+        gw.reread_operation(obj)
+
+    def is_cancelled(self, obj: RuntimeOperation) -> bool:
+        return obj.raw_status in ("cancelled", "canceled")
+
+
+def cancel_operation(
+    operation_id: str,
+    *,
+    actor: Actor,
+    reason: Any,
+    idempotency_key: Any = None,
+    gw: Gateway | None = None,
+    bulk: Any = None,
+) -> CancelOutcome:
+    """Cancel one runtime operation safely: only while queued or running."""
+    return request_cancel(
+        OperationCancelTarget("", operation_id),
+        actor=actor,
+        reason=reason,
+        idempotency_key=idempotency_key,
+        gw=gw,
+        bulk=bulk,
+    )

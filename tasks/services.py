@@ -18,6 +18,8 @@ from django.db import transaction
 
 from beeos_console import audit, counters
 from beeos_console.audit import Actor
+from beeos_console.cancellation import CancelOutcome, CancelTarget, request_cancel
+from beeos_console.gateway import Gateway, GatewayAnswer
 from beeos_console.mirror import (
     IngestResult,
     Outcome,
@@ -372,3 +374,96 @@ def ingest_message(data: Any, *, actor: Actor) -> IngestResult:
             setattr(message, name, value)
         message.save()
         return IngestResult(Outcome.UPDATED, message_id, message)
+
+
+# --- cancel -------------------------------------------------------------------
+
+
+def apply_local_cancel(task: Task) -> bool:
+    """The local gateway's cancel: the protocol's own canceled spelling, stamped.
+
+    Goes through ``write_task`` like any snapshot, so the projection, the
+    counters and the ordering rules apply as for real upstream data. Returns
+    False when the task ended meanwhile (the terminal state wins).
+    """
+    with transaction.atomic():
+        task = Task.objects.select_for_update().get(pk=task.pk)
+        if cancel_refusal(task) is not None:
+            return False
+        _write_local_cancel(task)
+    return True
+
+
+def _write_local_cancel(task: Task) -> None:
+    now = dt.datetime.now(dt.UTC)
+    spelling = states.cancel_spelling(task.protocol, like=task.raw_state)
+    payload = dict(task.raw_payload or {})
+    if task.protocol == states.A2A:
+        status = dict(payload.get("status") or {})
+        status.update({"state": spelling, "timestamp": now.isoformat()})
+        payload["status"] = status
+        snapshot = parse_a2a_task(payload)
+    else:
+        payload.update(
+            {"status": spelling, "updated_at": now.isoformat(), "completed_at": now.isoformat()}
+        )
+        payload.setdefault("task_id", task.task_id)
+        snapshot = parse_openapi_task(payload, protocol=task.protocol, agent_optional=True)
+    write_task(snapshot, actor=Actor.system("local-gateway"), authoritative=True)
+
+
+def cancel_refusal(task: Task) -> str | None:
+    """Why this task may not be cancelled now (DESIGN.md, Cancel rules), in words."""
+    projection = states.project(task.protocol, task.raw_state)
+    if projection.status in ("queued", "processing"):
+        return None
+    if projection.is_unmapped:
+        return (
+            f"The task's state {task.raw_state!r} is unmapped: the console cannot tell "
+            "whether a cancel is safe. No call was made."
+        )
+    return (
+        f"The task has already ended: {states.explain(task.protocol, task.raw_state, projection)}."
+        " No call was made."
+    )
+
+
+class TaskCancelTarget(CancelTarget):
+    kind = "task"
+
+    def load(self, *, lock: bool = True) -> Task | None:
+        qs = Task.objects.select_for_update() if lock else Task.objects
+        return qs.filter(protocol=self.protocol, task_id=self.object_id).first()
+
+    def refusal(self, obj: Task) -> str | None:
+        return cancel_refusal(obj)
+
+    def summary(self, obj: Task) -> dict[str, Any]:
+        return _state_summary(obj) if obj else {}
+
+    def call(self, gw: Gateway, obj: Task, key: str, reason: str, actor: Actor) -> GatewayAnswer:
+        return gw.cancel_task(obj, idempotency_key=key, reason=reason)
+
+    def reread(self, gw: Gateway, obj: Task) -> None:
+        gw.reread_task(obj)
+
+
+def cancel_task(
+    protocol: str,
+    task_id: str,
+    *,
+    actor: Actor,
+    reason: Any,
+    idempotency_key: Any = None,
+    gw: Gateway | None = None,
+    bulk: Any = None,
+) -> CancelOutcome:
+    """Cancel one task safely (see ``beeos_console.cancellation``)."""
+    return request_cancel(
+        TaskCancelTarget(protocol, task_id),
+        actor=actor,
+        reason=reason,
+        idempotency_key=idempotency_key,
+        gw=gw,
+        bulk=bulk,
+    )
