@@ -30,6 +30,8 @@ class AuditEntryViewSet(viewsets.ReadOnlyModelViewSet):
 
 
 router = routers.DefaultRouter()
+# Both /cancel and /cancel/ (scripts rarely add the slash; a POST cannot follow a 301).
+router.trailing_slash = "/?"
 router.register("tasks", TaskViewSet, basename="task")
 router.register("messages", MessageViewSet, basename="message")
 router.register("operations", RuntimeOperationViewSet, basename="operation")

@@ -66,6 +66,8 @@ class KeysetListView(View):
     default_sort: ClassVar[str] = "created"
     # Checkbox groups shown open in the filter panel (small vocabularies).
     open_filters: ClassVar[tuple[str, ...]] = ("status",)
+    # "task" / "operation": rows get checkboxes and a bulk-cancel bar (operators).
+    bulk_kind: ClassVar[str] = ""
 
     def get_queryset(self) -> QuerySet:
         raise NotImplementedError
@@ -108,10 +110,19 @@ class KeysetListView(View):
             prev_url=self.page_url(before=page.prev_cursor) if page.prev_cursor else "",
             refresh_seconds=REFRESH_SECONDS if request.GET.get("refresh") in ("true", "on") else 0,
             open_filters=self.open_filters,
+            bulk_kind=self.bulk_kind,
+            filter_query=self.filter_query(),
         )
         fragment = getattr(request, "htmx", None) and request.htmx.target == "results"
         template = "console/_results.html" if fragment else self.template_name
         return render(request, template, context, status=status)
+
+    def filter_query(self) -> str:
+        """The current filters as a query string, without page or view parameters."""
+        query = self.request.GET.copy()
+        for name in (*PAGE_PARAMS, *VIEW_PARAMS):
+            query.pop(name, None)
+        return query.urlencode()
 
     def page_url(self, **cursor: str) -> str:
         query = self.request.GET.copy()

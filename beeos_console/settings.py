@@ -52,6 +52,8 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "django_tasks",
+    "django_tasks_db",
     "django_htmx",
     "beeos_console",
     "tasks",
@@ -174,6 +176,15 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
 }
+# Background work (bulk cancels) runs on django-tasks with its database
+# backend: `manage.py db_worker` on any number of machines.
+TASKS = {
+    "default": {
+        "BACKEND": "django_tasks_db.DatabaseBackend",
+        "QUEUES": ["default"],
+    }
+}
+
 INGEST_MAX_RECORDS = 1000
 INGEST_MAX_BYTES = int(os.environ.get("INGEST_MAX_BYTES", str(8 * 1024 * 1024)))
 

@@ -2,11 +2,19 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from . import audit_views, views
+from . import audit_views, cancel_views, views
 
 audit_patterns = (
     [path("log/", audit_views.AuditLogView.as_view(), name="log")],
     "audit",
+)
+
+bulk_patterns = (
+    [
+        path("<int:pk>/", cancel_views.bulk_detail_view, name="detail"),
+        path("<str:kind>/cancel/", cancel_views.bulk_cancel_view, name="cancel"),
+    ],
+    "bulk",
 )
 
 urlpatterns = [
@@ -24,4 +32,5 @@ urlpatterns = [
     path("", include("tasks.urls")),
     path("", include("operations.urls")),
     path("audit/", include(audit_patterns)),
+    path("bulk/", include(bulk_patterns)),
 ]

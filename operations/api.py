@@ -5,9 +5,16 @@ from __future__ import annotations
 import django_filters
 from django.db.models import QuerySet
 from rest_framework import viewsets
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
 
-from beeos_console.api import IsSupport, KeysetPagination
+from beeos_console import cancel_api
+from beeos_console.api import IsOperator, IsSupport, KeysetPagination
+from beeos_console.audit import Actor
+from beeos_console.cancellation import InvalidCancel
 
+from . import services
 from .filters import OPERATION_SORTS, RuntimeOperationFilterSet
 from .models import RuntimeOperation, RuntimeOperationEvent
 from .serializers import RuntimeOperationEventSerializer, RuntimeOperationSerializer
@@ -24,6 +31,23 @@ class RuntimeOperationViewSet(viewsets.ReadOnlyModelViewSet):
 
     def get_queryset(self) -> QuerySet:
         return RuntimeOperation.objects.defer("raw_payload")
+
+    @cancel_api.CANCEL_SCHEMA
+    @action(detail=True, methods=["post"], permission_classes=[IsOperator])
+    def cancel(self, request: Request, operation_id: str) -> Response:
+        """Cancel a queued or running operation (operator role); refused from commit on."""
+        op = self.get_object()
+        reason, key = cancel_api.reason_and_key(request)
+        try:
+            outcome = services.cancel_operation(
+                op.operation_id,
+                actor=Actor.of_user(request.user),
+                reason=reason,
+                idempotency_key=key,
+            )
+        except InvalidCancel as exc:
+            return cancel_api.invalid(exc)
+        return cancel_api.respond(outcome, RuntimeOperationSerializer)
 
 
 class RuntimeOperationEventFilterSet(django_filters.FilterSet):

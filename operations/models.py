@@ -95,6 +95,11 @@ class RuntimeOperation(Projected):
         return states.cancel_refusal(self.raw_status)
 
     @property
+    def terminal_disagrees(self) -> bool:
+        """The upstream ``terminal`` flag and our table disagree (the audit lists it)."""
+        return self.terminal != states.is_terminal(self.raw_status)
+
+    @property
     def has_cancel_request(self) -> bool:
         return bool(self.cancel_requested_at or self.cancel_requested_by)
 

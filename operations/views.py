@@ -7,8 +7,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
 from beeos_console import roles
+from beeos_console.cancellation import new_idempotency_key
 from beeos_console.listing import KeysetListView
-from beeos_console.models import AuditEntry
+from beeos_console.models import AuditEntry, CancelRequest
 from beeos_console.permissions import RoleRequiredMixin, role_required
 
 from . import states
@@ -25,6 +26,7 @@ class OperationListView(RoleRequiredMixin, KeysetListView):
     rows_template = "operations/_rows.html"
     title = "Runtime operations"
     sort_fields = OPERATION_SORTS
+    bulk_kind = "operation"
 
     def get_queryset(self) -> QuerySet:
         return RuntimeOperation.objects.defer("raw_payload", "result", "error_context", "progress")
@@ -42,7 +44,12 @@ def operation_detail(request: HttpRequest, operation_id: str) -> HttpResponse:
         "events": events[:EVENT_ROWS],
         "events_truncated": len(events) > EVENT_ROWS,
         "cancel_refusal": states.cancel_refusal(op.raw_status),
-        "upstream_terminal_disagrees": op.terminal != states.is_terminal(op.raw_status),
+        "idempotency_key": new_idempotency_key(),
+        "last_cancel": CancelRequest.objects.filter(
+            object_kind="operation", object_id=op.operation_id
+        )
+        .order_by("-created_at")
+        .first(),
         "trail": list(
             AuditEntry.objects.filter(object_kind="operation", object_id=op.operation_id)[
                 :TRAIL_ROWS

@@ -5,10 +5,17 @@ from __future__ import annotations
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 from rest_framework import viewsets
+from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
 
-from beeos_console.api import IsSupport, KeysetPagination
+from beeos_console import cancel_api
+from beeos_console.api import IsOperator, IsSupport, KeysetPagination
+from beeos_console.audit import Actor
+from beeos_console.cancellation import InvalidCancel
 
+from . import services
 from .filters import TASK_SORTS, MessageFilterSet, TaskFilterSet
 from .models import Message, Task
 from .serializers import MessageSerializer, TaskDetailSerializer, TaskSerializer
@@ -31,6 +38,24 @@ class TaskViewSet(viewsets.ReadOnlyModelViewSet):
 
     def get_serializer_class(self) -> type:
         return TaskDetailSerializer if self.action == "retrieve" else TaskSerializer
+
+    @cancel_api.CANCEL_SCHEMA
+    @action(detail=True, methods=["post"], permission_classes=[IsOperator])
+    def cancel(self, request: Request, task_id: str) -> Response:
+        """Cancel a queued or processing task (operator role). Refusals say why."""
+        task = self.get_object()
+        reason, key = cancel_api.reason_and_key(request)
+        try:
+            outcome = services.cancel_task(
+                task.protocol,
+                task.task_id,
+                actor=Actor.of_user(request.user),
+                reason=reason,
+                idempotency_key=key,
+            )
+        except InvalidCancel as exc:
+            return cancel_api.invalid(exc)
+        return cancel_api.respond(outcome, TaskSerializer)
 
     def get_object(self) -> Task:
         queryset = self.get_queryset().filter(task_id=self.kwargs["task_id"])

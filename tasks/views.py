@@ -7,11 +7,12 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from beeos_console import roles
+from beeos_console.cancellation import new_idempotency_key
 from beeos_console.listing import KeysetListView
-from beeos_console.models import AuditEntry
+from beeos_console.models import AuditEntry, CancelRequest
 from beeos_console.permissions import RoleRequiredMixin, role_required
 
-from . import selectors, states
+from . import selectors, services, states
 from .filters import TASK_SORTS, MessageFilterSet, TaskFilterSet
 from .models import Message, Task
 
@@ -24,6 +25,7 @@ class TaskListView(RoleRequiredMixin, KeysetListView):
     rows_template = "tasks/_rows.html"
     title = "Tasks"
     sort_fields = TASK_SORTS
+    bulk_kind = "task"
 
     def get_queryset(self) -> QuerySet:
         return Task.objects.defer("raw_payload", "result", "metadata", "error")
@@ -61,6 +63,13 @@ def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
         "timeline": timeline,
         "deciding_reply": selectors.deciding_reply(task),
         "artifacts": list(task.artifacts.all()),
+        "cancel_refusal": services.cancel_refusal(task),
+        "idempotency_key": new_idempotency_key(),
+        "last_cancel": CancelRequest.objects.filter(
+            object_kind="task", protocol=task.protocol, object_id=task.task_id
+        )
+        .order_by("-created_at")
+        .first(),
         "trail": list(
             AuditEntry.objects.filter(object_kind="task", object_id=task.task_id)[:TRAIL_ROWS]
         ),

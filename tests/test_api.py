@@ -32,7 +32,7 @@ def client_for(user) -> APIClient:
 @pytest.fixture
 def feeder_user(django_user_model):
     user = django_user_model.objects.create_user("sync-feeder")
-    user.groups.add(Group.objects.get(name="feeder"))
+    user.groups.add(Group.objects.get_or_create(name="feeder")[0])
     return user
 
 
@@ -294,7 +294,7 @@ class TestIngestApi:
 
     def test_session_posts_need_csrf(self, client, django_user_model):
         user = django_user_model.objects.create_user("web-feeder", password="pw")
-        user.groups.add(Group.objects.get(name="feeder"))
+        user.groups.add(Group.objects.get_or_create(name="feeder")[0])
         csrf_client = type(client)(enforce_csrf_checks=True)
         csrf_client.force_login(user)
         response = csrf_client.post(

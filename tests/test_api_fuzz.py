@@ -40,7 +40,7 @@ def in_process_requests():
 def auth_headers(django_user_model, in_process_requests) -> dict[str, str]:
     user, _ = django_user_model.objects.get_or_create(username="fuzz-everything")
     for role in ("support", "operator", "admin", "feeder"):
-        user.groups.add(Group.objects.get(name=role))
+        user.groups.add(Group.objects.get_or_create(name=role)[0])
     _, key = tokens.issue(user, "fuzz")
     return {"Authorization": f"Bearer {key}"}
 

@@ -82,7 +82,7 @@ class Command(BaseCommand):
         User = get_user_model()
         for username, role, superuser in DEMO_USERS:
             user = User.objects.filter(username=username).first()
-            group = Group.objects.get(name=role)
+            group, _ = Group.objects.get_or_create(name=role)
             if user is None:
                 password = secrets.token_urlsafe(12)
                 user = User.objects.create_user(
