@@ -8,7 +8,7 @@ TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/beeos_console
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test lint format migrate seed install clean vendor-htmx
+.PHONY: run worker test lint format migrate seed install clean vendor-htmx
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,8 +27,14 @@ migrate: install var
 seed: migrate
 	$(BIN)/python manage.py seed_demo
 
+# The console plus one background worker (bulk cancels); Ctrl-C stops both.
 run: seed
+	$(BIN)/python manage.py db_worker --interval 1 & worker=$$!; \
+	trap 'kill $$worker 2>/dev/null' EXIT INT TERM; \
 	$(BIN)/python manage.py runserver $(HOST):$(PORT)
+
+worker: install
+	$(BIN)/python manage.py db_worker
 
 test: install
 	DATABASE_URL="$${DATABASE_URL:-$(TEST_DATABASE_URL)}" $(BIN)/ruff check .

@@ -86,6 +86,17 @@ def _error_code(body: dict[str, Any]) -> str:
     return ""
 
 
+def _a2a_rpc_code(body: dict[str, Any]) -> str:
+    """The A2A code (e.g. "-32002") in ``data``: one ErrorInfo or a list of them."""
+    data = body.get("data")
+    for info in data if isinstance(data, list) else [data]:
+        if isinstance(info, dict) and isinstance(info.get("metadata"), dict):
+            code = info["metadata"].get("code")
+            if code not in (None, ""):
+                return str(code)
+    return ""
+
+
 class BeeOSGateway(Gateway):
     name = "beeos"
     label = "BeeOS"
@@ -140,7 +151,7 @@ class BeeOSGateway(Gateway):
             cloud.a2a.cancel_task(task.agent_id, task.task_id)
         except beeos_cloud_sdk.APIError as exc:
             body = exc.body if isinstance(exc.body, dict) else {}
-            rpc_code = str((body.get("data") or {}).get("metadata", {}).get("code", ""))
+            rpc_code = _a2a_rpc_code(body)
             code = body.get("code", "")
             if exc.status == 429:
                 cause = exc.__cause__
@@ -171,11 +182,25 @@ class BeeOSGateway(Gateway):
         return GatewayAnswer(ACCEPTED, "BeeOS accepted the A2A cancel.", 200)
 
     def reread_task(self, task: Any) -> None:
+        if task.protocol == task_states.A2A:
+            self._reread_a2a(task)
+            return
         if task.protocol != task_states.OPENAPI or not task.agent_id:
             return
         from .sync import Syncer
 
         Syncer(self.client, instances=[]).sync_task(task.agent_id, task.task_id)
+
+    def _reread_a2a(self, task: Any) -> None:
+        cloud = self._cloud()
+        if cloud is None or not task.agent_id:
+            return
+        from tasks.services import parse_a2a_task, write_task
+
+        from .sync import ACTOR
+
+        view = cloud.a2a.get_task(task.agent_id, task.task_id)
+        write_task(parse_a2a_task(view), actor=ACTOR, authoritative=True)
 
     # --- runtime operations ------------------------------------------------------
 
@@ -199,7 +224,7 @@ class BeeOSGateway(Gateway):
             "BeeOS accepted the cancel request (202): the operation stops if the runtime "
             "has not committed the effect yet.",
             202,
-            upstream={"status": getattr(accepted, "status", "cancel_requested")},
+            upstream={"body": {"status": getattr(accepted, "status", "cancel_requested")}},
         )
 
     def reread_operation(self, op: Any) -> None:

@@ -49,12 +49,19 @@ def _respond(request: HttpRequest, outcome: Any, *, detail_url: str, fragment: s
     return redirect(detail_url)
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 @role_required(roles.OPERATOR)
 def cancel_task_view(request: HttpRequest, task_id: str) -> HttpResponse:
+    """GET: the confirmation (an inline row under a list row with htmx); POST: cancel."""
     protocol = request.POST.get("protocol") or request.GET.get("protocol") or ""
     task = get_object_or_404(Task, protocol=protocol, task_id=task_id)
     detail_url = f"{reverse('tasks:detail', args=[task.task_id])}?protocol={task.protocol}"
+    in_row = request.GET.get("row") == "1" and getattr(request, "htmx", None)
+    if request.method == "GET":
+        if not in_row:
+            return redirect(f"{detail_url}#cancel")
+        context = {"task": task, "idempotency_key": new_idempotency_key()}
+        return render(request, "tasks/_cancel_row.html", context)
     try:
         outcome = cancel_task(
             task.protocol,
@@ -65,6 +72,13 @@ def cancel_task_view(request: HttpRequest, task_id: str) -> HttpResponse:
         )
     except InvalidCancel as exc:
         return _invalid(request, str(exc), detail_url)
+    if in_row:
+        context = {
+            "outcome": outcome,
+            "style": RESULT_STYLE.get(outcome.result, "info"),
+            "bulk_kind": "task",
+        }
+        return render(request, "tasks/_cancel_row_result.html", context)
     return _respond(request, outcome, detail_url=detail_url, fragment="tasks/_cancel_result.html")
 
 

@@ -168,13 +168,25 @@ def request_cancel(
                     bulk=bulk,
                 )
         except IntegrityError:
-            # The same key or another cancel of this object raced us in.
+            # The same key (a double submit that lost the race) or another
+            # cancel of this object got in first.
+            previous = CancelRequest.objects.filter(idempotency_key=key).first()
+            if previous is not None:
+                return _replay(target, previous)
             message = "Another cancel of this item is in flight right now."
             return CancelOutcome(ALREADY_REQUESTED, message, obj)
 
     # --- step 3: the call -----------------------------------------------------------
-    answer = target.call(gw, obj, key, reason, actor)
-    if answer.outcome in (gateway.ACCEPTED, gateway.ALREADY_CLOSED, gateway.UNCERTAIN):
+    try:
+        answer = target.call(gw, obj, key, reason, actor)
+    except Exception as exc:  # noqa: BLE001 - never leave the request open and unaudited
+        answer = gateway.transport_failure(exc)
+    if answer.outcome in (
+        gateway.ACCEPTED,
+        gateway.ALREADY_CLOSED,
+        gateway.NOT_CANCELLABLE,
+        gateway.UNCERTAIN,
+    ):
         # "The API is truth": read back what the object is now.
         try:
             target.reread(gw, obj)
@@ -207,6 +219,13 @@ def _result_of(target: CancelTarget, obj: Any, answer: GatewayAnswer) -> tuple[s
     if answer.outcome == gateway.ACCEPTED:
         if target.is_cancelled(obj):
             return CANCELLED, answer.message
+        if target.refusal(obj) is not None:
+            # Accepted upstream, but the re-read shows it ended another way.
+            now = target.summary(obj).get("raw_state") or target.summary(obj).get("raw_status")
+            return CANCEL_REQUESTED, (
+                f"{answer.message} The re-read shows it is now {now!r}: it ended before "
+                "the cancel took hold."
+            )
         return CANCEL_REQUESTED, answer.message
     if answer.outcome == gateway.ALREADY_CLOSED:
         return REFUSED, answer.message

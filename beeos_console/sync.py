@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import beeos_sdk
+import urllib3
 from django.conf import settings
 from django.db import transaction
 
@@ -41,6 +42,9 @@ TASK_PAGE = 100
 MESSAGE_PAGE = 500
 OPERATION_PAGE = 200
 REREAD_LIMIT = 500
+# What one failed read raises: an HTTP error answer, or a transport failure (urllib3
+# reports a lost / refused connection as its own HTTPError, not as an OSError).
+READ_ERRORS = (beeos_sdk.ApiException, OSError, urllib3.exceptions.HTTPError)
 
 
 @dataclass
@@ -112,6 +116,7 @@ class Syncer:
         self.progress = progress
         self.sleep = sleep
         self.report = SyncReport()
+        self.tasks_read: set[str] = set()  # read in this pass: not re-read again
 
     def _read(self, call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         def attempt() -> Any:
@@ -151,7 +156,7 @@ class Syncer:
                     since=cursor.value or None,
                     limit=TASK_PAGE,
                 )
-            except (beeos_sdk.ApiException, OSError) as exc:
+            except READ_ERRORS as exc:
                 self.report.error(f"listUserTasks page {page}", exc)
                 return
             data = (body or {}).get("data") or {}
@@ -170,12 +175,16 @@ class Syncer:
                 cursor.value = next_since
                 cursor.save(update_fields=["value", "updated_at"])
             if not next_since or not summaries:
+                # The list is newest first: a finished pass starts the next one at the top.
+                if cursor.value:
+                    cursor.value = ""
+                    cursor.save(update_fields=["value", "updated_at"])
                 return
 
     def sync_task(self, agent_id: str, task_id: str) -> None:
         try:
             body = self._read(self.tasks_api.get_task_without_preload_content, agent_id, task_id)
-        except (beeos_sdk.ApiException, OSError) as exc:
+        except READ_ERRORS as exc:
             self.report.error(f"getTask {task_id}", exc)
             return
         data = (body or {}).get("data")
@@ -190,6 +199,7 @@ class Syncer:
             Task.objects.filter(protocol=task_states.OPENAPI, task_id=task_id).update(
                 resync_requested_at=None
             )
+        self.tasks_read.add(task_id)
         self.sync_messages(agent_id or snapshot.fields["agent_id"], task_id)
 
     def sync_messages(self, agent_id: str, task_id: str) -> None:
@@ -203,7 +213,7 @@ class Syncer:
                     since=since,
                     limit=MESSAGE_PAGE,
                 )
-            except (beeos_sdk.ApiException, OSError) as exc:
+            except READ_ERRORS as exc:
                 self.report.error(f"listTaskMessages {task_id}", exc)
                 return
             data = (body or {}).get("data") or {}
@@ -232,7 +242,7 @@ class Syncer:
         seen: set[str] = set()
         for qs in (flagged, open_tasks):
             for agent_id, task_id in qs.values_list("agent_id", "task_id")[:REREAD_LIMIT]:
-                if task_id in seen or not agent_id:
+                if task_id in seen or task_id in self.tasks_read or not agent_id:
                     continue
                 seen.add(task_id)
                 self.sync_task(agent_id, task_id)
@@ -255,7 +265,7 @@ class Syncer:
                     cursor=cursor,
                     limit=OPERATION_PAGE,
                 )
-            except (beeos_sdk.ApiException, OSError) as exc:
+            except READ_ERRORS as exc:
                 self.report.error(f"listRuntimeOperations {instance_id}", exc)
                 return
             operations = (body or {}).get("operations") or []
@@ -284,7 +294,7 @@ class Syncer:
                 instance_id,
                 operation_id,
             )
-        except (beeos_sdk.ApiException, OSError) as exc:
+        except READ_ERRORS as exc:
             self.report.error(f"getRuntimeOperation {operation_id}", exc)
             return
         self._ingest(f"operation {operation_id}", ingest_runtime_operation, snapshot)
@@ -295,7 +305,7 @@ class Syncer:
             text = response.data.decode("utf-8", "replace")
             if response.status >= 400:
                 raise beeos_sdk.ApiException(status=response.status, body=text)
-        except (beeos_sdk.ApiException, OSError) as exc:
+        except READ_ERRORS as exc:
             self.report.error(f"operation events {operation_id}", exc)
             return
         for envelope in parse_sse(text):

@@ -331,3 +331,26 @@ def test_snapshot_json_for_the_operation_cancel(operator):
     operator.post(f"/operations/{op.operation_id}/cancel/", {"reason": "x"})
     op = RuntimeOperation.objects.get(pk=op.pk)
     assert int(op.sequence) == int(json.loads(json.dumps(operation_snapshot()))["sequence"]) + 1
+
+
+class TestCancelFromAListRow:
+    def test_row_confirmation_and_in_place_update(self, operator):
+        task = make_task("running")
+        form = operator.get(
+            f"/tasks/{task.task_id}/cancel/?protocol=openapi&row=1", HTTP_HX_REQUEST="true"
+        ).content.decode()
+        assert form.startswith('<tr class="cancel-row"') and 'name="reason"' in form
+        result = operator.post(
+            f"/tasks/{task.task_id}/cancel/?protocol=openapi&row=1",
+            {"reason": "from the list", "protocol": "openapi"},
+            HTTP_HX_REQUEST="true",
+        ).content.decode()
+        assert "Cancelled." in result
+        assert f'<tr id="task-row-{task.pk}" hx-swap-oob="outerHTML">' in result
+        assert 'class="badge badge-amber">cancelled<' in result
+
+    def test_without_javascript_the_row_link_leads_to_the_detail_form(self, operator):
+        task = make_task("running")
+        response = operator.get(f"/tasks/{task.task_id}/cancel/?protocol=openapi")
+        assert response.status_code == 302
+        assert response["Location"].endswith("#cancel")
