@@ -6,7 +6,14 @@ from django.contrib import admin
 from django.http import HttpRequest
 
 from . import tokens
-from .models import ApiToken, AuditEntry, StatusCount, SyncCursor
+from .models import (
+    ApiToken,
+    AuditEntry,
+    BulkCancel,
+    CancelRequest,
+    StatusCount,
+    SyncCursor,
+)
 
 
 class MirrorAdmin(admin.ModelAdmin):
@@ -60,3 +67,17 @@ class ApiTokenAdmin(MirrorAdmin):
     def revoke(self, request: HttpRequest, queryset: Any) -> None:
         for token in queryset.filter(revoked_at__isnull=True):
             tokens.revoke(token)
+
+
+@admin.register(CancelRequest)
+class CancelRequestAdmin(MirrorAdmin):
+    list_display = ("created_at", "object_kind", "object_id", "requested_by", "state", "result")
+    list_filter = ("state", "object_kind", "gateway")
+    search_fields = ("=object_id", "=idempotency_key")
+    show_full_result_count = False
+
+
+@admin.register(BulkCancel)
+class BulkCancelAdmin(MirrorAdmin):
+    list_display = ("pk", "object_kind", "requested_by", "state", "done", "total", "created_at")
+    list_filter = ("state", "object_kind")

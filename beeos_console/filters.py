@@ -35,7 +35,7 @@ class AnyValueMultipleField(forms.MultipleChoiceField):
     """
 
     def valid_value(self, value: str) -> bool:
-        return len(value) <= 256
+        return len(value) <= 256 and "\x00" not in value
 
 
 class AnyValueMultipleFilter(django_filters.MultipleChoiceFilter):

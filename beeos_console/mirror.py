@@ -87,6 +87,9 @@ class Reader:
         if len(value) > max_length:
             self.fail(key, f"is {len(value)} characters long; at most {max_length} are allowed")
             return ""
+        if "\x00" in value:
+            self.fail(key, "contains a NUL character, which cannot be stored")
+            return ""
         return value
 
     def text(self, key: str) -> str:
@@ -175,8 +178,25 @@ def digest(payload: Any) -> str:
 
 
 def json_safe(payload: Any) -> Any:
-    """The payload as it will be stored in a JSONField (round-tripped once)."""
-    return json.loads(json.dumps(payload, default=str))
+    """The payload as it will be stored in a JSONField (round-tripped once).
+
+    PostgreSQL cannot store NUL in text or jsonb: refuse such a snapshot
+    whole, with a clear error, instead of failing half-way through a write.
+    """
+    safe = json.loads(json.dumps(payload, default=str))
+    if _has_nul(safe):
+        raise IngestError({"data": ["contains a NUL character (\\u0000), which cannot be stored"]})
+    return safe
+
+
+def _has_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(v) for v in value)
+    return False
 
 
 def is_older(incoming: Any, stored: Any) -> bool:

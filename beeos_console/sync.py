@@ -80,7 +80,7 @@ def message_envelope(dto: dict[str, Any], channel_id: str) -> dict[str, Any]:
         "state": dto.get("state") or "completed",
         "stop_reason": dto.get("stop_reason"),
         "content": dto.get("payload"),
-        "created_at": dto.get("created_at"),
+        "created_at": dto.get("created_at") or dto.get("updated_at"),
         "updated_at": dto.get("updated_at"),
     }
     return {k: v for k, v in envelope.items() if v is not None}
@@ -237,7 +237,9 @@ class Syncer:
             protocol=task_states.OPENAPI, resync_requested_at__isnull=False
         ).order_by("resync_requested_at")
         open_tasks = Task.objects.filter(
-            protocol=task_states.OPENAPI, status__in=("queued", "processing")
+            # Unmapped too: an unknown state may well be a live one.
+            protocol=task_states.OPENAPI,
+            status__in=("queued", "processing", "unmapped"),
         ).order_by("updated_at")
         seen: set[str] = set()
         for qs in (flagged, open_tasks):

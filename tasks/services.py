@@ -319,7 +319,8 @@ def ingest_message(data: Any, *, actor: Actor) -> IngestResult:
     fields = {
         "conversation_id": conversation_id,
         "type": r.str("type", required=True, max_length=64),
-        "sender": r.str("sender", required=True),
+        # Pre-v3 rows may name no publisher: stored empty, shown as "—".
+        "sender": r.str("sender"),
         "role": r.str("role", max_length=32),
         "reply_to": r.str("reply_to"),
         "body": r.text("body"),

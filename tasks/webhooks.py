@@ -28,7 +28,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
 from beeos_console.audit import Actor
-from beeos_console.mirror import IngestError, Reader
+from beeos_console.mirror import IngestError, Reader, json_safe
 
 from . import services, states
 from .models import Task, WebhookEvent
@@ -71,6 +71,10 @@ def beeos_webhook(request: HttpRequest) -> JsonResponse:
         return JsonResponse({"detail": "Malformed JSON."}, status=400)
     if not isinstance(payload, dict):
         return JsonResponse({"detail": "Expected a JSON object."}, status=400)
+    try:
+        payload = json_safe(payload)
+    except IngestError as exc:
+        return JsonResponse({"detail": "Invalid event.", "errors": exc.errors}, status=400)
     if payload.get("type") in TASK_EVENT_TYPES:
         return _task_event(payload, scheme)
     if isinstance(payload.get("status"), dict) and "id" in payload:

@@ -302,3 +302,28 @@ class TestIngestApi:
         )
         assert response.status_code == 403
         assert "CSRF" in response.json()["detail"]
+
+
+class TestHostileInput:
+    """Found by fuzzing: each used to be a 500."""
+
+    def test_nul_characters_are_rejected_not_crashed(self, feeder_api, support_api):
+        records = [
+            {"kind": "openapi_task", "data": openapi_task(task_id="tsk_\x00nul")},
+            {"kind": "openapi_task", "data": openapi_task(metadata={"k": "v\x00"})},
+            {"kind": "openapi_task", "data": openapi_task()},
+        ]
+        results = ingest(feeder_api, records).json()["results"]
+        assert [r["result"] for r in results] == ["rejected", "rejected", "created"]
+        assert "NUL" in json.dumps(results[0]["errors"])
+        assert support_api.get("/api/v1/tasks/?raw_state=a%00b").status_code == 400
+
+    def test_odd_time_zone_offsets_are_normalised(self, feeder_api, support_api):
+        odd = openapi_task(created_at="2026-11-30T07:55:06-20:47")
+        results = ingest(feeder_api, [{"kind": "openapi_task", "data": odd}]).json()["results"]
+        assert results[0]["result"] == "created"
+        response = support_api.get("/api/v1/tasks/?created_after=0054-05-31T07:55:06-20:47")
+        assert response.status_code in (200, 400)
+
+    def test_absurd_stuck_minutes_is_a_400(self, support_api):
+        assert support_api.get("/api/v1/tasks/?stuck=99999999999999").status_code == 400
