@@ -50,7 +50,8 @@ def auth_headers(django_user_model, in_process_requests) -> dict[str, str]:
 @schema.parametrize()
 @settings(
     max_examples=int(os.environ.get("FUZZ_EXAMPLES", "25")),
-    derandomize=not os.environ.get("FUZZ_EXAMPLES"),  # the same examples every CI run; explore with FUZZ_EXAMPLES=500
+    # CI replays the same examples; explore with FUZZ_EXAMPLES=500.
+    derandomize=not os.environ.get("FUZZ_EXAMPLES"),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
