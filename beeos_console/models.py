@@ -244,3 +244,32 @@ class BulkCancel(models.Model):
     @property
     def percent(self) -> int:
         return int(100 * self.done / self.total) if self.total else 100
+
+
+class ProjectionJob(models.Model):
+    """An audit sweep or a re-projection, run on the task framework, with its report."""
+
+    class Kind(models.TextChoices):
+        AUDIT = "audit", "Projection audit"
+        DRY_RUN = "dry_run", "Re-projection (dry run)"
+        REPROJECT = "reproject", "Re-projection"
+
+    class State(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        FINISHED = "finished", "Finished"
+        FAILED = "failed", "Failed"
+
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.QUEUED)
+    requested_by = models.CharField(max_length=150)
+    progress = models.CharField(max_length=200, blank=True)
+    report = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["kind", "-created_at"], name="projection_job_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} #{self.pk} ({self.state})"

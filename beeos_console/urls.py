@@ -5,7 +5,23 @@ from django.urls import include, path
 from . import audit_views, cancel_views, views
 
 audit_patterns = (
-    [path("log/", audit_views.AuditLogView.as_view(), name="log")],
+    [
+        path("log/", audit_views.AuditLogView.as_view(), name="log"),
+        path("log/export.csv", audit_views.audit_log_csv, name="log-csv"),
+        path("projections/", audit_views.projection_audit_view, name="projections"),
+        path("projections/jobs/", audit_views.projection_job_start, name="projection-start"),
+        path("projections/jobs/<int:pk>/", audit_views.projection_job_view, name="projection-job"),
+        path(
+            "projections/reproject/<str:kind>/<int:pk>/",
+            audit_views.reproject_one_view,
+            name="reproject-one",
+        ),
+        path(
+            "projections/reproject/<str:kind>/",
+            audit_views.reproject_lookup,
+            name="reproject-lookup",
+        ),
+    ],
     "audit",
 )
 
