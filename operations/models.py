@@ -70,6 +70,9 @@ class RuntimeOperation(Projected):
             models.Index(fields=["-updated_at", "-id"], name="op_updated_idx"),
             models.Index(fields=["status", "-created_at", "-id"], name="op_status_created_idx"),
             models.Index(fields=["raw_status", "updated_at"], name="op_raw_status_idx"),
+            models.Index(
+                fields=["raw_status", "-created_at", "-id"], name="op_raw_status_created_idx"
+            ),
             models.Index(fields=["effect_state", "-created_at"], name="op_effect_state_idx"),
             models.Index(
                 fields=["projection_state", "-created_at"], name="op_projection_state_idx"
