@@ -139,9 +139,8 @@ class Message(Projected):
             models.UniqueConstraint(fields=["source", "message_id"], name="message_source_id_uniq"),
         ]
         indexes = [
-            models.Index(
-                fields=["task", "created_at", "position", "id"], name="message_timeline_idx"
-            ),
+            # The timeline pages backwards on (created_at, id) within one task.
+            models.Index(fields=["task", "created_at", "id"], name="message_task_timeline_idx"),
             models.Index(fields=["conversation_id", "created_at"], name="message_conversation_idx"),
             models.Index(fields=["-created_at", "-id"], name="message_created_idx"),
             models.Index(fields=["state", "-created_at"], name="message_state_idx"),
