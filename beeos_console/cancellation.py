@@ -156,17 +156,7 @@ def request_cancel(
             request = _record(target, key, actor, reason, gw, bulk, result, refusal, before, before)
             return CancelOutcome(result, refusal, obj, request)
         try:
-            with transaction.atomic():
-                request = CancelRequest.objects.create(
-                    idempotency_key=key,
-                    object_kind=target.kind,
-                    protocol=target.protocol,
-                    object_id=target.object_id,
-                    requested_by=actor.name,
-                    reason=reason,
-                    gateway=gw.name,
-                    bulk=bulk,
-                )
+            request = _new_request(target, key, actor, reason, gw, bulk)
         except IntegrityError:
             # The same key (a double submit that lost the race) or another
             # cancel of this object got in first.
@@ -261,23 +251,62 @@ def _record(
 ) -> CancelRequest | None:
     """A refusal decided before any call: recorded and audited, nothing sent."""
     try:
-        with transaction.atomic():
-            request = CancelRequest.objects.create(
-                idempotency_key=key,
-                object_kind=target.kind,
-                protocol=target.protocol,
-                object_id=target.object_id,
-                requested_by=actor.name,
-                reason=reason,
-                gateway=gw.name,
-                state=STATE_FOR_RESULT[result],
-                result=result,
-                message=message,
-                bulk=bulk,
-                finished_at=timezone.now(),
-            )
+        request = _new_request(
+            target,
+            key,
+            actor,
+            reason,
+            gw,
+            bulk,
+            state=STATE_FOR_RESULT[result],
+            result=result,
+            message=message,
+            finished_at=timezone.now(),
+        )
     except IntegrityError:
         request = None
+    _audit_attempt(target, actor, key, reason, gw.name, result, message, before, after, None, bulk)
+    return request
+
+
+def _new_request(
+    target: CancelTarget,
+    key: str,
+    actor: Actor,
+    reason: str,
+    gw: Gateway,
+    bulk: Any,
+    **fields: Any,
+) -> CancelRequest:
+    """Insert the request row in its own savepoint (IntegrityError = raced)."""
+    with transaction.atomic():
+        return CancelRequest.objects.create(
+            idempotency_key=key,
+            object_kind=target.kind,
+            protocol=target.protocol,
+            object_id=target.object_id,
+            requested_by=actor.name,
+            reason=reason,
+            gateway=gw.name,
+            bulk=bulk,
+            **fields,
+        )
+
+
+def _audit_attempt(
+    target: CancelTarget,
+    actor: Actor,
+    key: str,
+    reason: str,
+    gateway_name: str,
+    result: str,
+    message: str,
+    before: dict[str, Any],
+    after: dict[str, Any],
+    upstream: dict[str, Any] | None,
+    bulk: Any,
+) -> None:
+    """The one audit entry every cancel attempt writes."""
     audit.record(
         actor,
         f"{target.kind}.cancel",
@@ -291,12 +320,11 @@ def _record(
             "message": message,
             "protocol": target.protocol,
             "idempotency_key": key,
-            "gateway": gw.name,
-            "upstream": None,
-            "bulk": getattr(bulk, "pk", None),
+            "gateway": gateway_name,
+            "upstream": upstream,
+            "bulk": getattr(bulk, "pk", bulk),
         },
     )
-    return request
 
 
 def _audit(
@@ -307,23 +335,18 @@ def _audit(
     after: dict[str, Any],
     answer: GatewayAnswer,
 ) -> None:
-    audit.record(
+    _audit_attempt(
+        target,
         actor,
-        f"{target.kind}.cancel",
-        target.kind,
-        target.object_id,
-        before=before,
-        after=after,
-        reason=request.reason,
-        detail={
-            "result": request.result,
-            "message": request.message,
-            "protocol": target.protocol,
-            "idempotency_key": request.idempotency_key,
-            "gateway": request.gateway,
-            "upstream": {"status": answer.http_status, **request.upstream},
-            "bulk": request.bulk_id,
-        },
+        request.idempotency_key,
+        request.reason,
+        request.gateway,
+        request.result,
+        request.message,
+        before,
+        after,
+        {"status": answer.http_status, **request.upstream},
+        request.bulk_id,
     )
 
 

@@ -10,7 +10,15 @@ from django import forms
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from beeos_console.states import ACTIVE_PRODUCT_STATUSES
+from beeos_console.states import (
+    ACTIVE_PRODUCT_STATUSES,
+    DISPLAY_STATUSES,
+    OUTCOME_CERTAINTIES,
+    RETRY_POLICIES,
+)
+
+# Shown last in every filter panel, whatever the FilterSet declares first.
+TRAILING_FIELDS = ("created_after", "created_before", "stuck", "sort", "refresh")
 
 
 class ConsoleFilterSet(django_filters.FilterSet):
@@ -23,6 +31,8 @@ class ConsoleFilterSet(django_filters.FilterSet):
             for field in form.fields.values():
                 if isinstance(field, forms.MultipleChoiceField):
                     field.widget = forms.CheckboxSelectMultiple(choices=field.choices)
+            leading = [name for name in form.fields if name not in TRAILING_FIELDS]
+            form.order_fields([*leading, *TRAILING_FIELDS])
             form._console_widgets = True
         return form
 
@@ -122,3 +132,30 @@ class UtcDateTimeFilter(django_filters.IsoDateTimeFilter):
 
 def datetime_widget() -> forms.DateTimeInput:
     return forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M")
+
+
+class MirrorFilterSet(ConsoleFilterSet):
+    """What every mirrored list filters on: projection, time, stuck, sort, refresh."""
+
+    status = django_filters.MultipleChoiceFilter(
+        choices=[(v, v) for v in DISPLAY_STATUSES], label="Product status"
+    )
+    outcome_certainty = django_filters.MultipleChoiceFilter(
+        choices=[(v, v) for v in OUTCOME_CERTAINTIES], label="Outcome certainty"
+    )
+    retry_policy = django_filters.MultipleChoiceFilter(
+        choices=[(v, v) for v in RETRY_POLICIES], label="Retry policy"
+    )
+    created_after = UtcDateTimeFilter(
+        field_name="created_at", lookup_expr="gte", label="Created from", widget=datetime_widget()
+    )
+    created_before = UtcDateTimeFilter(
+        field_name="created_at", lookup_expr="lt", label="Created before", widget=datetime_widget()
+    )
+    stuck = StuckFilter(field_name="updated_at")
+    sort = SortFilter(
+        choices=[("created", "Newest created"), ("updated", "Recently updated")],
+        empty_label=None,
+        label="Sort",
+    )
+    refresh = NoopBooleanFilter(label="Auto-refresh")

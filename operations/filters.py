@@ -6,16 +6,11 @@ import django_filters
 
 from beeos_console.filters import (
     AnyValueMultipleFilter,
-    ConsoleFilterSet,
-    NoopBooleanFilter,
+    MirrorFilterSet,
     PrefixSearchFilter,
-    SortFilter,
-    StuckFilter,
-    UtcDateTimeFilter,
     choice_pairs,
-    datetime_widget,
 )
-from beeos_console.states import DISPLAY_STATUSES, OUTCOME_CERTAINTIES, RETRY_POLICIES
+from beeos_console.states import DISPLAY_STATUSES
 
 from . import states
 from .models import RuntimeOperation
@@ -23,11 +18,11 @@ from .models import RuntimeOperation
 OPERATION_SORTS = {"created": "created_at", "updated": "updated_at"}
 
 
-class RuntimeOperationFilterSet(ConsoleFilterSet):
+class RuntimeOperationFilterSet(MirrorFilterSet):
     q = PrefixSearchFilter(label="Operation id starts with", fields=("operation_id",))
     status = django_filters.MultipleChoiceFilter(
         choices=choice_pairs(DISPLAY_STATUSES), label="Display status"
-    )
+    )  # the same values, named as DESIGN.md names them for operations
     raw_status = AnyValueMultipleFilter(choices=choice_pairs(states.STATUSES), label="Raw status")
     effect_state = AnyValueMultipleFilter(
         choices=choice_pairs(states.EFFECT_STATES), label="effectState"
@@ -41,31 +36,12 @@ class RuntimeOperationFilterSet(ConsoleFilterSet):
     retry_mode = AnyValueMultipleFilter(
         field_name="error_retry_mode", choices=choice_pairs(states.RETRY_MODES), label="retryMode"
     )
-    outcome_certainty = django_filters.MultipleChoiceFilter(
-        choices=choice_pairs(OUTCOME_CERTAINTIES), label="Outcome certainty"
-    )
-    retry_policy = django_filters.MultipleChoiceFilter(
-        choices=choice_pairs(RETRY_POLICIES), label="Retry policy"
-    )
     capability = AnyValueMultipleFilter(choices=choice_pairs(states.CAPABILITIES))
     method = AnyValueMultipleFilter(choices=choice_pairs(states.METHODS))
     instance_id = django_filters.CharFilter(label="Instance id", max_length=256)
     target_scope = django_filters.MultipleChoiceFilter(
         choices=RuntimeOperation.Scope.choices, label="Target scope"
     )
-    created_after = UtcDateTimeFilter(
-        field_name="created_at", lookup_expr="gte", label="Created from", widget=datetime_widget()
-    )
-    created_before = UtcDateTimeFilter(
-        field_name="created_at", lookup_expr="lt", label="Created before", widget=datetime_widget()
-    )
-    stuck = StuckFilter(field_name="updated_at")
-    sort = SortFilter(
-        choices=[("created", "Newest created"), ("updated", "Recently updated")],
-        empty_label=None,
-        label="Sort",
-    )
-    refresh = NoopBooleanFilter(label="Auto-refresh")
 
     class Meta:
         model = RuntimeOperation

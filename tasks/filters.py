@@ -7,15 +7,12 @@ import django_filters
 from beeos_console.filters import (
     AnyValueMultipleFilter,
     ConsoleFilterSet,
+    MirrorFilterSet,
     NoopBooleanFilter,
     PrefixSearchFilter,
     SortFilter,
-    StuckFilter,
-    UtcDateTimeFilter,
     choice_pairs,
-    datetime_widget,
 )
-from beeos_console.states import DISPLAY_STATUSES, OUTCOME_CERTAINTIES, RETRY_POLICIES
 
 from . import states
 from .models import Message, Task
@@ -32,11 +29,8 @@ TASK_REASONS = (
 )
 
 
-class TaskFilterSet(ConsoleFilterSet):
+class TaskFilterSet(MirrorFilterSet):
     q = PrefixSearchFilter(label="Task or context id starts with", fields=("task_id", "context_id"))
-    status = django_filters.MultipleChoiceFilter(
-        choices=choice_pairs(DISPLAY_STATUSES), label="Product status"
-    )
     protocol = django_filters.MultipleChoiceFilter(choices=Task.Protocol.choices)
     raw_state = AnyValueMultipleFilter(
         choices=choice_pairs(
@@ -45,26 +39,7 @@ class TaskFilterSet(ConsoleFilterSet):
         label="Raw state",
     )
     reason = AnyValueMultipleFilter(choices=choice_pairs(TASK_REASONS))
-    outcome_certainty = django_filters.MultipleChoiceFilter(
-        choices=choice_pairs(OUTCOME_CERTAINTIES), label="Outcome certainty"
-    )
-    retry_policy = django_filters.MultipleChoiceFilter(
-        choices=choice_pairs(RETRY_POLICIES), label="Retry policy"
-    )
     agent_id = django_filters.CharFilter(label="Agent id", max_length=256)
-    created_after = UtcDateTimeFilter(
-        field_name="created_at", lookup_expr="gte", label="Created from", widget=datetime_widget()
-    )
-    created_before = UtcDateTimeFilter(
-        field_name="created_at", lookup_expr="lt", label="Created before", widget=datetime_widget()
-    )
-    stuck = StuckFilter(field_name="updated_at")
-    sort = SortFilter(
-        choices=[("created", "Newest created"), ("updated", "Recently updated")],
-        empty_label=None,
-        label="Sort",
-    )
-    refresh = NoopBooleanFilter(label="Auto-refresh")
 
     class Meta:
         model = Task
