@@ -11,6 +11,7 @@ from .models import (
     AuditEntry,
     BulkCancel,
     CancelRequest,
+    ProjectionJob,
     StatusCount,
     SyncCursor,
 )
@@ -81,3 +82,9 @@ class CancelRequestAdmin(MirrorAdmin):
 class BulkCancelAdmin(MirrorAdmin):
     list_display = ("pk", "object_kind", "requested_by", "state", "done", "total", "created_at")
     list_filter = ("state", "object_kind")
+
+
+@admin.register(ProjectionJob)
+class ProjectionJobAdmin(MirrorAdmin):
+    list_display = ("pk", "kind", "state", "requested_by", "created_at", "finished_at")
+    list_filter = ("kind", "state")
