@@ -9,6 +9,8 @@ import django_filters
 from django import forms
 from django.db.models import Q, QuerySet
 from django.utils import timezone
+from django.utils.html import conditional_escape, escape
+from django.utils.safestring import SafeData, SafeString, mark_safe
 
 from beeos_console.states import (
     ACTIVE_PRODUCT_STATUSES,
@@ -21,8 +23,74 @@ from beeos_console.states import (
 TRAILING_FIELDS = ("created_after", "created_before", "stuck", "sort", "refresh")
 
 
+def _attr_text(value: Any) -> str:
+    """What ``{{ value|stringformat:'s' }}`` prints in Django's widget templates."""
+    text = str(value)
+    return text if isinstance(value, SafeData) else escape(text)
+
+
+class CheckboxSelectMultiple(forms.CheckboxSelectMultiple):
+    """Django's checkbox group, rendered in Python: the same HTML, byte for byte.
+
+    Django renders each option through three nested widget templates; a
+    filter panel has about a hundred options, which cost 5-8 ms a page. Same
+    class name, so ``field.widget_type`` stays ``checkboxselectmultiple``.
+    """
+
+    def render(
+        self, name: str, value: Any, attrs: dict | None = None, renderer: Any = None
+    ) -> SafeString:
+        widget = self.get_context(name, value, attrs)["widget"]
+        out = ["<div"]
+        if widget["attrs"].get("id"):
+            out.append(f' id="{conditional_escape(widget["attrs"]["id"])}"')
+        if widget["attrs"].get("class"):
+            out.append(f' class="{conditional_escape(widget["attrs"]["class"])}"')
+        out.append(">")
+        for group, options, _ in widget["optgroups"]:
+            if group:
+                out.append(f"\n  <div><label>{conditional_escape(group)}</label>")
+            for option in options:
+                out.append("<div>\n    ")
+                if option["wrap_label"]:
+                    option_id = option["attrs"].get("id")
+                    out.append(
+                        f'<label for="{conditional_escape(option_id)}">' if option_id else "<label>"
+                    )
+                value_attr = (
+                    "" if option["value"] is None else f' value="{_attr_text(option["value"])}"'
+                )
+                extra = "".join(
+                    f" {conditional_escape(k)}"
+                    if v is True
+                    else f' {conditional_escape(k)}="{_attr_text(v)}"'
+                    for k, v in option["attrs"].items()
+                    if v is not False
+                )
+                out.append(
+                    f'<input type="{conditional_escape(option["type"])}" '
+                    f'name="{conditional_escape(option["name"])}"{value_attr}{extra}>\n'
+                )
+                if option["wrap_label"]:
+                    out.append(f" {conditional_escape(option['label'])}</label>")
+                out.append("\n\n</div>")
+            if group:
+                out.append("\n  </div>")
+        out.append("\n</div>")
+        return mark_safe("".join(out))
+
+
 class ConsoleFilterSet(django_filters.FilterSet):
     """Multiple-choice filters render as checkbox groups: readable, no JS needed."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # django-filter's MultipleChoiceFilter adds DISTINCT by default. On a column
+        # of the row itself it cannot remove a duplicate, but it makes PostgreSQL
+        # de-duplicate whole rows (and sort on every column) before the keyset LIMIT.
+        for f in self.filters.values():
+            if isinstance(f, django_filters.MultipleChoiceFilter) and "__" not in f.field_name:
+                f.distinct = False
 
     @property
     def form(self) -> forms.Form:
@@ -30,7 +98,7 @@ class ConsoleFilterSet(django_filters.FilterSet):
         if not getattr(form, "_console_widgets", False):
             for field in form.fields.values():
                 if isinstance(field, forms.MultipleChoiceField):
-                    field.widget = forms.CheckboxSelectMultiple(choices=field.choices)
+                    field.widget = CheckboxSelectMultiple(choices=field.choices)
             leading = [name for name in form.fields if name not in TRAILING_FIELDS]
             form.order_fields([*leading, *TRAILING_FIELDS])
             form._console_widgets = True

@@ -112,8 +112,15 @@ class Message(Projected):
 
     message_id = models.CharField(max_length=ID_MAX)
     source = models.CharField(max_length=16, choices=Source.choices, default=Source.ENVELOPE)
+    # No single-column index: message_task_timeline_idx (task, created_at, id)
+    # serves every lookup by task, and the planner then walks it for the timeline.
     task = models.ForeignKey(
-        Task, null=True, blank=True, on_delete=models.SET_NULL, related_name="messages"
+        Task,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="messages",
+        db_index=False,
     )
     conversation_id = models.CharField(max_length=ID_MAX, blank=True)
     type = models.CharField(max_length=64, blank=True)
