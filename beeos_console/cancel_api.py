@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
@@ -9,6 +10,7 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from .audit import Actor
 from .cancellation import CancelOutcome, InvalidCancel
 
 HTTP_STATUS = {
@@ -48,13 +50,18 @@ CANCEL_SCHEMA = extend_schema(
 )
 
 
-def reason_and_key(request: Request) -> tuple[Any, Any]:
+def run(request: Request, cancel: Callable[..., CancelOutcome], serializer: Any) -> Response:
+    """Call a service's cancel with the body's reason and the Idempotency-Key header."""
     data = request.data if isinstance(request.data, dict) else {}
-    return data.get("reason"), request.headers.get("Idempotency-Key")
-
-
-def invalid(exc: InvalidCancel) -> Response:
-    return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+    try:
+        outcome = cancel(
+            actor=Actor.of_user(request.user),
+            reason=data.get("reason"),
+            idempotency_key=request.headers.get("Idempotency-Key"),
+        )
+    except InvalidCancel as exc:
+        return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+    return respond(outcome, serializer)
 
 
 def respond(outcome: CancelOutcome, serializer: Any) -> Response:

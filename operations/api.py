@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import django_filters
 from django.db.models import QuerySet
 from rest_framework import viewsets
@@ -11,8 +13,6 @@ from rest_framework.response import Response
 
 from beeos_console import cancel_api
 from beeos_console.api import IsOperator, IsSupport, KeysetPagination
-from beeos_console.audit import Actor
-from beeos_console.cancellation import InvalidCancel
 
 from . import services
 from .filters import OPERATION_SORTS, RuntimeOperationFilterSet
@@ -37,17 +37,8 @@ class RuntimeOperationViewSet(viewsets.ReadOnlyModelViewSet):
     def cancel(self, request: Request, operation_id: str) -> Response:
         """Cancel a queued or running operation (operator role); refused from commit on."""
         op = self.get_object()
-        reason, key = cancel_api.reason_and_key(request)
-        try:
-            outcome = services.cancel_operation(
-                op.operation_id,
-                actor=Actor.of_user(request.user),
-                reason=reason,
-                idempotency_key=key,
-            )
-        except InvalidCancel as exc:
-            return cancel_api.invalid(exc)
-        return cancel_api.respond(outcome, RuntimeOperationSerializer)
+        cancel = functools.partial(services.cancel_operation, op.operation_id)
+        return cancel_api.run(request, cancel, RuntimeOperationSerializer)
 
 
 class RuntimeOperationEventFilterSet(django_filters.FilterSet):

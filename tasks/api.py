@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 from rest_framework import viewsets
@@ -12,8 +14,6 @@ from rest_framework.response import Response
 
 from beeos_console import cancel_api
 from beeos_console.api import IsOperator, IsSupport, KeysetPagination
-from beeos_console.audit import Actor
-from beeos_console.cancellation import InvalidCancel
 
 from . import services
 from .filters import TASK_SORTS, MessageFilterSet, TaskFilterSet
@@ -44,18 +44,8 @@ class TaskViewSet(viewsets.ReadOnlyModelViewSet):
     def cancel(self, request: Request, task_id: str) -> Response:
         """Cancel a queued or processing task (operator role). Refusals say why."""
         task = self.get_object()
-        reason, key = cancel_api.reason_and_key(request)
-        try:
-            outcome = services.cancel_task(
-                task.protocol,
-                task.task_id,
-                actor=Actor.of_user(request.user),
-                reason=reason,
-                idempotency_key=key,
-            )
-        except InvalidCancel as exc:
-            return cancel_api.invalid(exc)
-        return cancel_api.respond(outcome, TaskSerializer)
+        cancel = functools.partial(services.cancel_task, task.protocol, task.task_id)
+        return cancel_api.run(request, cancel, TaskSerializer)
 
     def get_object(self) -> Task:
         queryset = self.get_queryset().filter(task_id=self.kwargs["task_id"])
