@@ -163,6 +163,15 @@ class TestCommand:
         assert code == 1
         assert [(r["category"], r["raw"]) for r in rows] == [("unmapped", "paused_by_ops")]
 
+    def test_the_report_is_kept_for_the_page(self, client, admin_user):
+        make_task("paused_by_ops")
+        run_command()
+        client.force_login(admin_user)
+        html = client.get("/audit/projections/").content.decode()
+        assert "audit_projections (command line)" in html and "problems found" in html
+        run_command("--no-save")
+        assert ProjectionJob.objects.count() == 1
+
     def test_streams_in_chunks(self):
         for _ in range(5):
             make_task("running")

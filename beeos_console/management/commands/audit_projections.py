@@ -15,6 +15,7 @@ from typing import Any
 from django.core.management.base import BaseCommand
 
 from beeos_console import projection_audit
+from beeos_console.models import ProjectionJob
 
 CSV_COLUMNS = ("category", "kind", "protocol", "id", "raw", "status", "detail")
 
@@ -30,6 +31,11 @@ class Command(BaseCommand):
             help="summary (default): counts and examples; csv: every finding; json: the report.",
         )
         parser.add_argument("--chunk", type=int, default=projection_audit.CHUNK)
+        parser.add_argument(
+            "--no-save",
+            action="store_true",
+            help="Do not keep the report for the /audit/projections/ page.",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         fmt = options["format"]
@@ -56,6 +62,15 @@ class Command(BaseCommand):
         report = projection_audit.sweep(
             progress=progress, chunk=options["chunk"], listener=listener
         )
+        if not options["no_save"]:
+            ProjectionJob.objects.create(
+                kind=ProjectionJob.Kind.AUDIT,
+                state=ProjectionJob.State.FINISHED,
+                requested_by="audit_projections (command line)",
+                progress="done",
+                report=report.to_json(),
+                finished_at=report.finished_at,
+            )
         if fmt == "json":
             self.stdout.write(json.dumps(report.to_json(), indent=2, default=str))
         elif fmt == "summary":
