@@ -211,7 +211,8 @@ def _result_of(target: CancelTarget, obj: Any, answer: GatewayAnswer) -> tuple[s
             return CANCELLED, answer.message
         if target.refusal(obj) is not None:
             # Accepted upstream, but the re-read shows it ended another way.
-            now = target.summary(obj).get("raw_state") or target.summary(obj).get("raw_status")
+            summary = target.summary(obj)
+            now = summary.get("raw_state") or summary.get("raw_status")
             return CANCEL_REQUESTED, (
                 f"{answer.message} The re-read shows it is now {now!r}: it ended before "
                 "the cancel took hold."

@@ -14,7 +14,6 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.conf import settings
 from django.utils import timezone
 
 from . import upstream
@@ -110,10 +109,6 @@ def active_gateway() -> Gateway:
 
         return BeeOSGateway()
     return LocalGateway()
-
-
-def gateway_label() -> str:
-    return "BeeOS" if settings.BEEOS_API_URL else LocalGateway.label
 
 
 # --- classifying transport failures ------------------------------------------

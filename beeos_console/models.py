@@ -100,16 +100,6 @@ class Projected(models.Model):
                 drift[name] = (getattr(self, name), value)
         return drift
 
-    def projection_fields(self) -> dict[str, Any]:
-        return {
-            "status": self.status,
-            "reason": self.reason,
-            "outcome_certainty": self.outcome_certainty,
-            "retry_policy": self.retry_policy,
-            "projection_rule": self.projection_rule,
-            "projection_version": self.projection_version,
-        }
-
 
 class StatusCount(models.Model):
     """Maintained counters: rows per (kind, display status, hour created).

@@ -98,6 +98,20 @@ class Task(Projected):
         return states.is_cancellable(self.protocol, self.raw_state)
 
     @property
+    def wire_state(self) -> str:
+        return states.wire_spelling(self.protocol, self.raw_state)
+
+    @property
+    def rule_text(self) -> str:
+        """Today's rule for this raw state, in words (pages show it beside the stored rule)."""
+        projection = states.project(self.protocol, self.raw_state)
+        return states.explain(self.protocol, self.raw_state, projection)
+
+    @property
+    def has_foreign_cancel_spelling(self) -> bool:
+        return states.is_foreign_cancel_spelling(self.protocol, self.raw_state)
+
+    @property
     def conversation_key(self) -> str:
         """The channel / conversation id its messages are filed under."""
         return self.channel_id or self.context_id or self.task_id

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from . import states
 from .models import Artifact, Message, Task
 
 PROJECTION_FIELDS = (
@@ -18,8 +17,9 @@ PROJECTION_FIELDS = (
 
 
 class TaskSerializer(serializers.ModelSerializer):
-    wire_state = serializers.SerializerMethodField(
-        help_text="The state in this protocol's own wire spelling (OpenAPI and A2A: `canceled`)."
+    wire_state = serializers.CharField(
+        read_only=True,
+        help_text="The state in this protocol's own wire spelling (OpenAPI and A2A: `canceled`).",
     )
     terminal = serializers.BooleanField(source="is_terminal", read_only=True)
     cancellable = serializers.BooleanField(source="is_cancellable", read_only=True)
@@ -53,20 +53,6 @@ class TaskSerializer(serializers.ModelSerializer):
             "mirrored_at",
         )
         read_only_fields = fields
-
-    def get_wire_state(self, task: Task) -> str:
-        if task.protocol == states.A2A:
-            if states.is_a2a_enum_spelling(task.raw_state):
-                json_value = states.a2a_wire_json(task.raw_state)
-                if json_value == "canceled":
-                    return states.cancel_spelling(states.A2A, like=task.raw_state)
-                return task.raw_state
-            return states.a2a_wire_json(task.raw_state)
-        if task.protocol == states.OPENAPI and task.status == "cancelled":
-            return states.cancel_spelling(states.OPENAPI)
-        if task.protocol == states.PRODUCT:
-            return states.product_write_value(task.protocol, task.raw_state)
-        return task.raw_state
 
 
 class ArtifactSerializer(serializers.ModelSerializer):

@@ -262,6 +262,27 @@ def a2a_wire_json(raw_state: object) -> str:
     return remap.get(key, key)
 
 
+def wire_spelling(protocol: str, raw_state: object) -> str:
+    """The state as this protocol's own writers spell it on the wire.
+
+    A2A keeps the producer's style (v1 enum or JSON) with the canceled
+    spelling fixed; OpenAPI writes ``canceled``; product writers emit one of
+    the five product values. Unknown values come back as received.
+    """
+    raw = raw_state if isinstance(raw_state, str) else ""
+    if protocol == A2A:
+        if not is_a2a_enum_spelling(raw):
+            return a2a_wire_json(raw)
+        if a2a_wire_json(raw) == "canceled":
+            return cancel_spelling(A2A, like=raw)
+        return raw
+    if protocol == OPENAPI and project(protocol, raw).status == CANCELLED:
+        return cancel_spelling(OPENAPI)
+    if protocol == PRODUCT:
+        return product_write_value(protocol, raw)
+    return raw
+
+
 def product_write_value(protocol: str, raw_state: object) -> str:
     """What a product writer emits for this raw state: one of the five, or ``unmapped``."""
     return project(protocol, raw_state).status

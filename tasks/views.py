@@ -56,10 +56,7 @@ def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
     context = {
         "task": task,
         "projection": projection,
-        "rule_text": states.explain(task.protocol, task.raw_state, projection),
         "drift": task.projection_drift(projection),
-        "foreign_spelling": states.is_foreign_cancel_spelling(task.protocol, task.raw_state),
-        "wire_spelling": _wire_spelling(task),
         "timeline": timeline,
         "deciding_reply": selectors.deciding_reply(task),
         "artifacts": list(task.artifacts.all()),
@@ -77,12 +74,3 @@ def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
     if getattr(request, "htmx", None) and request.htmx.target == "timeline":
         return render(request, "tasks/_timeline.html", context)
     return render(request, "tasks/detail.html", context)
-
-
-def _wire_spelling(task: Task) -> str:
-    """How this protocol spells the state on its own wire (A2A: JSON form)."""
-    if task.protocol == states.A2A:
-        return states.a2a_wire_json(task.raw_state)
-    if task.protocol == states.PRODUCT:
-        return states.product_write_value(task.protocol, task.raw_state)
-    return task.raw_state

@@ -50,6 +50,9 @@ class TestSingleCancelPage:
         assert "Cancelled." in html and "local gateway" in html
         assert 'id="status-card" hx-swap-oob="true"' in html
         assert 'class="badge badge-amber">cancelled<' in html
+        # The swapped-in card is whole: the rule in words, no empty wire spelling.
+        assert "OpenAPI `canceled` → cancelled" in html
+        assert "on the wire: <code></code>" not in html
         task.refresh_from_db()
         assert task.raw_state == "canceled"
 

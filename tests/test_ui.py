@@ -220,6 +220,12 @@ class TestTaskDetail:
         one = support.get("/tasks/shared-id-1/?protocol=a2a")
         assert "TASK_STATE_WORKING" in one.content.decode()
 
+    def test_the_wire_spelling_is_shown_when_the_producer_wrote_another(self, support):
+        task = make_task("cancelled")
+        html = support.get(f"/tasks/{task.task_id}/").content.decode()
+        assert "on the wire: <code>canceled</code>" in html
+        assert "Producer note" in html
+
     def test_unmapped_state_is_explained(self, support):
         task = make_task("paused_by_ops")
         html = support.get(f"/tasks/{task.task_id}/").content.decode()
