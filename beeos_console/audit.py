@@ -28,6 +28,31 @@ class Actor:
         return cls(name=user.get_username(), kind=AuditEntry.ActorKind.USER)
 
 
+def entry(
+    actor: Actor,
+    action: str,
+    object_kind: str,
+    object_id: str,
+    *,
+    before: dict[str, Any] | None = None,
+    after: dict[str, Any] | None = None,
+    reason: str = "",
+    detail: dict[str, Any] | None = None,
+) -> AuditEntry:
+    """One unsaved audit entry (the batch ingest path inserts many at once)."""
+    return AuditEntry(
+        actor=actor.name,
+        actor_kind=actor.kind,
+        action=action,
+        object_kind=object_kind,
+        object_id=object_id,
+        before=before or {},
+        after=after or {},
+        reason=reason,
+        detail=detail or {},
+    )
+
+
 def record(
     actor: Actor,
     action: str,
@@ -40,14 +65,15 @@ def record(
     detail: dict[str, Any] | None = None,
 ) -> AuditEntry:
     """Append one audit entry; call inside the transaction that made the change."""
-    return AuditEntry.objects.create(
-        actor=actor.name,
-        actor_kind=actor.kind,
-        action=action,
-        object_kind=object_kind,
-        object_id=object_id,
-        before=before or {},
-        after=after or {},
+    new = entry(
+        actor,
+        action,
+        object_kind,
+        object_id,
+        before=before,
+        after=after,
         reason=reason,
-        detail=detail or {},
+        detail=detail,
     )
+    new.save(force_insert=True)
+    return new

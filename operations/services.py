@@ -10,6 +10,8 @@ audited with the writer as actor.
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from django.db import transaction
@@ -110,68 +112,126 @@ def _summary(op: RuntimeOperation) -> dict[str, Any]:
     }
 
 
-def ingest_runtime_operation(data: Any, *, actor: Actor) -> IngestResult:
-    """The one write path for a runtime operation row."""
+@dataclass(slots=True)
+class OperationSnapshot:
+    """One validated RuntimeOperationSnapshot, ready to write."""
+
+    operation_id: str
+    fields: dict[str, Any]  # model fields, projection excluded
+    projection: Projection
+    payload: dict[str, Any]
+    payload_digest: str
+
+
+def parse_operation_snapshot(data: Any) -> OperationSnapshot:
     fields = parse_runtime_operation(data)
     payload = json_safe(data)
-    payload_digest = digest(payload)
-    projection = project_operation(fields)
     operation_id = fields.pop("operation_id")
+    return OperationSnapshot(
+        operation_id, fields, project_operation(fields), payload, digest(payload)
+    )
+
+
+def decide_operation(
+    snapshot: OperationSnapshot, op: RuntimeOperation | None
+) -> tuple[Outcome, str]:
+    """Pure: what the storage rules make of a snapshot against the stored row."""
+    if op is None:
+        return Outcome.CREATED, ""
+    if op.payload_digest == snapshot.payload_digest:
+        return Outcome.UNCHANGED, ""
+    fields = snapshot.fields
+    if (fields["sequence"], fields["updated_at"]) < (op.sequence, op.updated_at):
+        return Outcome.STALE, "older than the stored snapshot"
+    if states.is_terminal(op.raw_status) and not states.is_terminal(fields["raw_status"]):
+        return Outcome.STALE, "a terminal status never goes back"
+    return Outcome.UPDATED, ""
+
+
+def new_operation(snapshot: OperationSnapshot) -> RuntimeOperation:
+    """The unsaved row a first snapshot makes."""
+    fields = dict(snapshot.fields)
+    if not fields["capability"]:
+        fields["capability"] = states.METHOD_CAPABILITIES.get(fields["method"], "")
+    return RuntimeOperation(
+        operation_id=snapshot.operation_id,
+        raw_payload=snapshot.payload,
+        payload_digest=snapshot.payload_digest,
+        **fields,
+        **snapshot.projection.as_fields(),
+    )
+
+
+def apply_operation(op: RuntimeOperation, snapshot: OperationSnapshot) -> dict[str, Any] | None:
+    """Overwrite ``op`` in memory with a newer snapshot.
+
+    Returns the audit entry's arguments when the state changed, else None.
+    """
+    before = _summary(op)
+    for name, value in snapshot.fields.items():
+        setattr(op, name, value)
+    for name, value in snapshot.projection.as_fields().items():
+        setattr(op, name, value)
+    op.raw_payload = snapshot.payload
+    op.payload_digest = snapshot.payload_digest
+    after = _summary(op)
+    if before == after:
+        return None
+    return {
+        "action": "operation.state_changed",
+        "object_kind": "operation",
+        "object_id": op.operation_id,
+        "before": before,
+        "after": after,
+        "detail": {"rule": snapshot.projection.rule, "sequence": str(op.sequence)},
+    }
+
+
+def ingest_runtime_operation(data: Any, *, actor: Actor) -> IngestResult:
+    """The one-record write path for a runtime operation row."""
+    snapshot = parse_operation_snapshot(data)
+    operation_id = snapshot.operation_id
     with transaction.atomic():
         op = RuntimeOperation.objects.select_for_update().filter(operation_id=operation_id).first()
-        if op is None:
-            if not fields["capability"]:
-                fields["capability"] = states.METHOD_CAPABILITIES.get(fields["method"], "")
-            op = RuntimeOperation.objects.create(
-                operation_id=operation_id,
-                raw_payload=payload,
-                payload_digest=payload_digest,
-                **fields,
-                **projection.as_fields(),
-            )
+        outcome, note = decide_operation(snapshot, op)
+        if outcome == Outcome.CREATED:
+            op = new_operation(snapshot)
+            op.save(force_insert=True)
             counters.on_create(counters.OPERATION, op.status, op.created_at)
             counters.on_create(counters.OPERATION_RAW, op.raw_status[:32], op.created_at)
             RuntimeOperationEvent.objects.filter(
                 operation__isnull=True, operation_id_raw=operation_id
             ).update(operation=op)
             return IngestResult(Outcome.CREATED, operation_id, op)
-        if op.payload_digest == payload_digest:
-            return IngestResult(Outcome.UNCHANGED, operation_id, op)
-        incoming_key = (fields["sequence"], fields["updated_at"])
-        if incoming_key < (op.sequence, op.updated_at):
-            return IngestResult(Outcome.STALE, operation_id, op, "older than the stored snapshot")
-        if states.is_terminal(op.raw_status) and not states.is_terminal(fields["raw_status"]):
-            return IngestResult(
-                Outcome.STALE, operation_id, op, "a terminal status never goes back"
-            )
-        before = _summary(op)
+        if outcome != Outcome.UPDATED:
+            return IngestResult(outcome, operation_id, op, note)
         counted_before = (op.status, op.created_at)
         raw_before = (op.raw_status[:32], op.created_at)
-        for name, value in fields.items():
-            setattr(op, name, value)
-        for name, value in projection.as_fields().items():
-            setattr(op, name, value)
-        op.raw_payload = payload
-        op.payload_digest = payload_digest
+        change = apply_operation(op, snapshot)
         op.save()
         counters.on_change(counters.OPERATION, counted_before, (op.status, op.created_at))
         counters.on_change(counters.OPERATION_RAW, raw_before, (op.raw_status[:32], op.created_at))
-        after = _summary(op)
-        if before != after:
-            audit.record(
-                actor,
-                "operation.state_changed",
-                "operation",
-                operation_id,
-                before=before,
-                after=after,
-                detail={"rule": projection.rule, "sequence": str(op.sequence)},
-            )
+        if change is not None:
+            audit.record(actor, **change)
         return IngestResult(Outcome.UPDATED, operation_id, op)
 
 
-def ingest_runtime_operation_event(data: Any, *, actor: Actor) -> IngestResult:
-    """A RuntimeOperationEventEnvelope; events are immutable once stored."""
+@dataclass(slots=True)
+class EventSnapshot:
+    """One validated RuntimeOperationEventEnvelope."""
+
+    operation_id: str
+    event_id: Decimal
+    method: str
+    fields: dict[str, Any]
+    payload: dict[str, Any]
+
+    @property
+    def label(self) -> str:
+        return f"{self.operation_id}#{self.event_id}"
+
+
+def parse_event(data: Any) -> EventSnapshot:
     r = Reader(data)
     event_id = r.decimal_string("id", required=True)
     operation_id = r.str("operationId", required=True)
@@ -190,26 +250,47 @@ def ingest_runtime_operation_event(data: Any, *, actor: Actor) -> IngestResult:
             "error": event.object("error") or None,
         }
     r.raise_if_invalid()
-    payload = json_safe(data)
-    label = f"{operation_id}#{event_id}"
+    return EventSnapshot(operation_id, event_id, method, fields, json_safe(data))
+
+
+def decide_event(
+    snapshot: EventSnapshot, existing: RuntimeOperationEvent | None
+) -> tuple[Outcome, str]:
+    """Pure: events are immutable once stored."""
+    if existing is None:
+        return Outcome.CREATED, ""
+    if existing.raw_payload == snapshot.payload:
+        return Outcome.UNCHANGED, ""
+    return Outcome.STALE, "events are immutable once stored"
+
+
+def new_event(snapshot: EventSnapshot, op: RuntimeOperation | int | None) -> RuntimeOperationEvent:
+    """The unsaved event row; ``op`` is the operation or its primary key, if mirrored."""
+    link = {"operation_id": op} if isinstance(op, int) else {"operation": op}
+    return RuntimeOperationEvent(
+        operation_id_raw=snapshot.operation_id,
+        event_id=snapshot.event_id,
+        method=snapshot.method,
+        raw_payload=snapshot.payload,
+        **link,
+        **snapshot.fields,
+    )
+
+
+def ingest_runtime_operation_event(data: Any, *, actor: Actor) -> IngestResult:
+    """The one-record write path for a RuntimeOperationEventEnvelope."""
+    snapshot = parse_event(data)
     with transaction.atomic():
         existing = RuntimeOperationEvent.objects.filter(
-            operation_id_raw=operation_id, event_id=event_id
+            operation_id_raw=snapshot.operation_id, event_id=snapshot.event_id
         ).first()
-        if existing is not None:
-            outcome = Outcome.UNCHANGED if existing.raw_payload == payload else Outcome.STALE
-            note = "" if outcome == Outcome.UNCHANGED else "events are immutable once stored"
-            return IngestResult(outcome, label, existing, note)
-        op = RuntimeOperation.objects.filter(operation_id=operation_id).first()
-        created = RuntimeOperationEvent.objects.create(
-            operation=op,
-            operation_id_raw=operation_id,
-            event_id=event_id,
-            method=method,
-            raw_payload=payload,
-            **fields,
-        )
-        return IngestResult(Outcome.CREATED, label, created)
+        outcome, note = decide_event(snapshot, existing)
+        if outcome != Outcome.CREATED:
+            return IngestResult(outcome, snapshot.label, existing, note)
+        op = RuntimeOperation.objects.filter(operation_id=snapshot.operation_id).first()
+        created = new_event(snapshot, op)
+        created.save(force_insert=True)
+        return IngestResult(Outcome.CREATED, snapshot.label, created)
 
 
 # --- cancel -------------------------------------------------------------------

@@ -171,10 +171,88 @@ def _state_summary(task: Task) -> dict[str, Any]:
     }
 
 
+def decide_task(
+    snapshot: TaskSnapshot,
+    projection: Projection,
+    payload_digest: str,
+    task: Task | None,
+    *,
+    authoritative: bool = False,
+) -> tuple[Outcome, str]:
+    """What the storage rules make of ``snapshot`` against the stored ``task``.
+
+    Pure (no database): the one-record and the batch write paths both ask it.
+    """
+    if task is None:
+        return Outcome.CREATED, ""
+    if task.payload_digest == payload_digest:
+        return Outcome.UNCHANGED, ""
+    stored = states.project(task.protocol, task.raw_state)
+    if not authoritative and is_older(snapshot.updated_at, task.updated_at):
+        return Outcome.STALE, "older than the stored snapshot"
+    if stored.is_terminal and not projection.is_terminal:
+        return Outcome.STALE, "a terminal state never goes back"
+    same_time = snapshot.updated_at is None or snapshot.updated_at == task.updated_at
+    if not authoritative and same_time and _rank(projection) < _rank(stored):
+        return Outcome.STALE, "behind the stored lifecycle"
+    return Outcome.UPDATED, ""
+
+
+def new_task(snapshot: TaskSnapshot, projection: Projection, payload_digest: str) -> Task:
+    """The unsaved row a first snapshot makes."""
+    fields = dict(snapshot.fields)
+    if fields.get("created_at") is None:
+        fields["created_at"] = snapshot.updated_at or dt.datetime.now(dt.UTC)
+    if fields.get("updated_at") is None:
+        # Keyset pages sort on updated_at: never leave it empty.
+        fields["updated_at"] = fields["created_at"]
+    return Task(
+        protocol=snapshot.protocol,
+        task_id=snapshot.task_id,
+        raw_state=snapshot.raw_state,
+        raw_payload=snapshot.payload,
+        payload_digest=payload_digest,
+        **fields,
+        **projection.as_fields(),
+    )
+
+
+def apply_task(
+    task: Task, snapshot: TaskSnapshot, projection: Projection, payload_digest: str
+) -> dict[str, Any] | None:
+    """Overwrite ``task`` in memory with a newer snapshot.
+
+    Returns the audit entry's arguments when the state changed, else None.
+    """
+    before = _state_summary(task)
+    for name, value in snapshot.fields.items():
+        if name == "created_at" and value is None:
+            continue
+        setattr(task, name, value)
+    task.raw_state = snapshot.raw_state
+    for name, value in projection.as_fields().items():
+        setattr(task, name, value)
+    task.raw_payload = snapshot.payload
+    task.payload_digest = payload_digest
+    if task.updated_at is None:
+        task.updated_at = task.created_at
+    after = _state_summary(task)
+    if before["status"] == after["status"] and before["raw_state"] == after["raw_state"]:
+        return None
+    return {
+        "action": "task.state_changed",
+        "object_kind": "task",
+        "object_id": task.task_id,
+        "before": before,
+        "after": after,
+        "detail": {"protocol": task.protocol, "rule": projection.rule},
+    }
+
+
 def write_task(
     snapshot: TaskSnapshot, *, actor: Actor, authoritative: bool = False
 ) -> IngestResult:
-    """The one write path for a task row.
+    """The one-record write path for a task row (the batch path: ``tasks.batch``).
 
     ``authoritative``: the snapshot was just read from the BeeOS API ("the API
     is truth"), so it wins over timestamps from webhooks; a terminal state
@@ -188,68 +266,28 @@ def write_task(
             .filter(protocol=snapshot.protocol, task_id=snapshot.task_id)
             .first()
         )
-        if task is None:
+        outcome, note = decide_task(
+            snapshot, projection, payload_digest, task, authoritative=authoritative
+        )
+        if outcome == Outcome.CREATED:
             return _create_task(snapshot, projection, payload_digest)
-        if task.payload_digest == payload_digest:
-            return IngestResult(Outcome.UNCHANGED, task.task_id, task)
-        stored = states.project(task.protocol, task.raw_state)
-        if not authoritative and is_older(snapshot.updated_at, task.updated_at):
-            return IngestResult(Outcome.STALE, task.task_id, task, "older than the stored snapshot")
-        if stored.is_terminal and not projection.is_terminal:
-            return IngestResult(
-                Outcome.STALE, task.task_id, task, "a terminal state never goes back"
-            )
-        same_time = snapshot.updated_at is None or snapshot.updated_at == task.updated_at
-        if not authoritative and same_time and _rank(projection) < _rank(stored):
-            return IngestResult(Outcome.STALE, task.task_id, task, "behind the stored lifecycle")
-        before = _state_summary(task)
+        if outcome != Outcome.UPDATED:
+            return IngestResult(outcome, task.task_id, task, note)
         counted_before = (task.status, task.created_at)
-        for name, value in snapshot.fields.items():
-            if name == "created_at" and value is None:
-                continue
-            setattr(task, name, value)
-        task.raw_state = snapshot.raw_state
-        for name, value in projection.as_fields().items():
-            setattr(task, name, value)
-        task.raw_payload = snapshot.payload
-        task.payload_digest = payload_digest
-        if task.updated_at is None:
-            task.updated_at = task.created_at
+        change = apply_task(task, snapshot, projection, payload_digest)
         task.save()
         counters.on_change(counters.TASK, counted_before, (task.status, task.created_at))
         _write_a2a_children(task, snapshot)
-        after = _state_summary(task)
-        if before["status"] != after["status"] or before["raw_state"] != after["raw_state"]:
-            audit.record(
-                actor,
-                "task.state_changed",
-                "task",
-                task.task_id,
-                before=before,
-                after=after,
-                detail={"protocol": task.protocol, "rule": projection.rule},
-            )
+        if change is not None:
+            audit.record(actor, **change)
         return IngestResult(Outcome.UPDATED, task.task_id, task)
 
 
 def _create_task(
     snapshot: TaskSnapshot, projection: Projection, payload_digest: str
 ) -> IngestResult:
-    fields = dict(snapshot.fields)
-    if fields.get("created_at") is None:
-        fields["created_at"] = snapshot.updated_at or dt.datetime.now(dt.UTC)
-    if fields.get("updated_at") is None:
-        # Keyset pages sort on updated_at: never leave it empty.
-        fields["updated_at"] = fields["created_at"]
-    task = Task.objects.create(
-        protocol=snapshot.protocol,
-        task_id=snapshot.task_id,
-        raw_state=snapshot.raw_state,
-        raw_payload=snapshot.payload,
-        payload_digest=payload_digest,
-        **fields,
-        **projection.as_fields(),
-    )
+    task = new_task(snapshot, projection, payload_digest)
+    task.save(force_insert=True)
     counters.on_create(counters.TASK, task.status, task.created_at)
     if task.channel_id:
         # Messages that arrived before their task: file them under it now.
@@ -258,35 +296,44 @@ def _create_task(
     return IngestResult(Outcome.CREATED, task.task_id, task)
 
 
-def _write_a2a_children(task: Task, snapshot: TaskSnapshot) -> None:
-    """A2A history messages and artifacts, as the snapshot carries them."""
+_A2A_HISTORY_PROJECTION = states.project_message("completed").as_fields()
+
+
+def a2a_history_values(task: Task, snapshot: TaskSnapshot) -> list[tuple[str, dict[str, Any]]]:
+    """(message_id, field values) of each A2A history message the snapshot carries."""
+    rows = []
     for position, item in enumerate(snapshot.history or []):
         payload = json_safe(item)
-        Message.objects.update_or_create(
-            source=Message.Source.A2A,
-            message_id=item["messageId"],
-            defaults={
-                "task": task,
-                "conversation_id": item.get("contextId") or task.context_id,
-                "type": "a2a_message",
-                "sender": task.caller_agent_id if item.get("role") == "user" else task.agent_id,
-                "role": item.get("role", ""),
-                "body": _a2a_text(item),
-                "parts": item.get("parts") or [],
-                "metadata": item.get("metadata") or {},
-                "created_at": task.created_at,
-                "position": position,
-                "raw_payload": payload,
-                "payload_digest": digest(payload),
-                # History messages carry no envelope state: shown as delivered.
-                **states.project_message("completed").as_fields(),
-            },
+        rows.append(
+            (
+                item["messageId"],
+                {
+                    "task": task,
+                    "conversation_id": item.get("contextId") or task.context_id,
+                    "type": "a2a_message",
+                    "sender": task.caller_agent_id if item.get("role") == "user" else task.agent_id,
+                    "role": item.get("role", ""),
+                    "body": _a2a_text(item),
+                    "parts": item.get("parts") or [],
+                    "metadata": item.get("metadata") or {},
+                    "created_at": task.created_at,
+                    "position": position,
+                    "raw_payload": payload,
+                    "payload_digest": digest(payload),
+                    # History messages carry no envelope state: shown as delivered.
+                    **_A2A_HISTORY_PROJECTION,
+                },
+            )
         )
-    for item in snapshot.artifacts or []:
-        Artifact.objects.update_or_create(
-            task=task,
-            artifact_id=item["artifactId"],
-            defaults={
+    return rows
+
+
+def artifact_values(snapshot: TaskSnapshot) -> list[tuple[str, dict[str, Any]]]:
+    """(artifact_id, field values) of each artifact the snapshot carries."""
+    return [
+        (
+            item["artifactId"],
+            {
                 "name": item.get("name") or "",
                 "description": item.get("description") or "",
                 "parts": item.get("parts") or [],
@@ -294,6 +341,18 @@ def _write_a2a_children(task: Task, snapshot: TaskSnapshot) -> None:
                 "extensions": item.get("extensions") or [],
             },
         )
+        for item in snapshot.artifacts or []
+    ]
+
+
+def _write_a2a_children(task: Task, snapshot: TaskSnapshot) -> None:
+    """A2A history messages and artifacts, as the snapshot carries them."""
+    for message_id, values in a2a_history_values(task, snapshot):
+        Message.objects.update_or_create(
+            source=Message.Source.A2A, message_id=message_id, defaults=values
+        )
+    for artifact_id, values in artifact_values(snapshot):
+        Artifact.objects.update_or_create(task=task, artifact_id=artifact_id, defaults=values)
 
 
 def ingest_openapi_task(data: Any, *, actor: Actor) -> IngestResult:
@@ -311,8 +370,20 @@ def ingest_a2a_task(data: Any, *, actor: Actor) -> IngestResult:
 # --- messages -----------------------------------------------------------------
 
 
-def ingest_message(data: Any, *, actor: Actor) -> IngestResult:
-    """A MessageEnvelope. Once terminal, an envelope is immutable (seed)."""
+@dataclass(slots=True)
+class MessageSnapshot:
+    """One validated message envelope, ready to write."""
+
+    message_id: str
+    conversation_id: str
+    state: str
+    updated_at: dt.datetime
+    values: dict[str, Any]  # every column but ``task``
+    payload_digest: str
+
+
+def parse_message(data: Any) -> MessageSnapshot:
+    """A MessageEnvelope, validated at the edge."""
     r = Reader(data)
     message_id = r.str("id", required=True)
     conversation_id = r.str("conversation_id", required=True)
@@ -334,45 +405,72 @@ def ingest_message(data: Any, *, actor: Actor) -> IngestResult:
     r.raise_if_invalid()
     payload = json_safe(data)
     payload_digest = digest(payload)
-    updated_at = fields["updated_at"] or fields["created_at"]
     projection = states.project_message(state, stop_reason=stop_reason)
+    values = {
+        **fields,
+        "state": state,
+        "stop_reason": stop_reason,
+        "raw_payload": payload,
+        "payload_digest": payload_digest,
+        **projection.as_fields(),
+    }
+    return MessageSnapshot(
+        message_id,
+        conversation_id,
+        state,
+        fields["updated_at"] or fields["created_at"],
+        values,
+        payload_digest,
+    )
+
+
+def decide_message(snapshot: MessageSnapshot, message: Message | None) -> tuple[Outcome, str]:
+    """Pure: what the storage rules make of an envelope against the stored one.
+
+    Once terminal, an envelope is immutable (seed).
+    """
+    if message is None:
+        return Outcome.CREATED, ""
+    if message.payload_digest == snapshot.payload_digest:
+        return Outcome.UNCHANGED, ""
+    stored_updated = message.updated_at or message.created_at
+    if is_older(snapshot.updated_at, stored_updated):
+        return Outcome.STALE, "older than stored"
+    if message.state in states.MESSAGE_TERMINAL_STATES:
+        return Outcome.STALE, "a terminal envelope is immutable"
+    return Outcome.UPDATED, ""
+
+
+def ingest_message(data: Any, *, actor: Actor) -> IngestResult:
+    """The one-record write path for a message envelope."""
+    snapshot = parse_message(data)
+    message_id = snapshot.message_id
     with transaction.atomic():
         message = (
             Message.objects.select_for_update()
             .filter(source=Message.Source.ENVELOPE, message_id=message_id)
             .first()
         )
-        if message is not None:
-            if message.payload_digest == payload_digest:
-                return IngestResult(Outcome.UNCHANGED, message_id, message)
-            stored_updated = message.updated_at or message.created_at
-            if is_older(updated_at, stored_updated):
-                return IngestResult(Outcome.STALE, message_id, message, "older than stored")
-            if message.state in states.MESSAGE_TERMINAL_STATES:
-                return IngestResult(
-                    Outcome.STALE, message_id, message, "a terminal envelope is immutable"
-                )
+        outcome, note = decide_message(snapshot, message)
+        if outcome not in (Outcome.CREATED, Outcome.UPDATED):
+            return IngestResult(outcome, message_id, message, note)
+        conversation_id = snapshot.conversation_id
         task = (
             Task.objects.filter(channel_id=conversation_id).order_by("protocol", "id").first()
             if conversation_id
             else None
         )
-        values = {
-            **fields,
-            "task": task,
-            "state": state,
-            "stop_reason": stop_reason,
-            "raw_payload": payload,
-            "payload_digest": payload_digest,
-            **projection.as_fields(),
-        }
         if message is None:
             message = Message.objects.create(
-                source=Message.Source.ENVELOPE, message_id=message_id, **values
+                source=Message.Source.ENVELOPE,
+                message_id=message_id,
+                task=task,
+                **snapshot.values,
             )
             return IngestResult(Outcome.CREATED, message_id, message)
-        for name, value in values.items():
+        for name, value in snapshot.values.items():
             setattr(message, name, value)
+        message.task = task
         message.save()
         return IngestResult(Outcome.UPDATED, message_id, message)
 
