@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import defaultdict
+from collections.abc import Mapping
 
 from django.db import connection, transaction
 from django.db.models import Count, Sum
@@ -36,6 +37,24 @@ def bump(kind: str, status: str, hour: dt.datetime, delta: int) -> None:
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, [kind, status, hour, delta])
+
+
+def bump_many(deltas: Mapping[tuple[str, str, dt.datetime], int]) -> None:
+    """Add many summed deltas in one upsert, in key order (no deadlock between writers)."""
+    rows = sorted((key, delta) for key, delta in deltas.items() if delta)
+    if not rows:
+        return
+    table = StatusCount._meta.db_table
+    values = ", ".join(["(%s, %s, %s, %s)"] * len(rows))
+    sql = (
+        f"INSERT INTO {table} (kind, status, hour, count) VALUES {values} "
+        f"ON CONFLICT (kind, status, hour) DO UPDATE SET count = {table}.count + EXCLUDED.count"
+    )
+    params = [
+        value for (kind, status, hour), delta in rows for value in (kind, status, hour, delta)
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
 
 
 def on_create(kind: str, status: str, created_at: dt.datetime | None) -> None:

@@ -1,18 +1,25 @@
 """The ingest API: feeders push BeeOS snapshots, one result per record.
 
 ``POST /api/v1/ingest/`` with ``{"records": [{"kind": KIND, "data": {...}}]}``.
-Each record is written whole or not at all (its own savepoint); a rejected
-record never blocks the valid ones. Caps: ``INGEST_MAX_RECORDS`` records and
-``INGEST_MAX_BYTES`` bytes per call (413 above either).
+Each record is written whole or not at all; a rejected record never blocks
+the valid ones. Caps: ``INGEST_MAX_RECORDS`` records and ``INGEST_MAX_BYTES``
+bytes per call (413 above either).
+
+Every record is validated first; the valid ones are then written set-based
+(``beeos_console.batch``) in one transaction. Should that fail, it is rolled
+back and the records replayed one by one through the services, each in its
+own transaction, so the answers do not depend on which path wrote them.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
+from django.db import DatabaseError, transaction
 from drf_spectacular.utils import OpenApiExample, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.parsers import BaseParser
@@ -20,12 +27,29 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from operations.services import ingest_runtime_operation, ingest_runtime_operation_event
-from tasks.services import ingest_a2a_task, ingest_message, ingest_openapi_task
+from operations.batch import write_events, write_operations
+from operations.services import (
+    ingest_runtime_operation,
+    ingest_runtime_operation_event,
+    parse_event,
+    parse_operation_snapshot,
+)
+from tasks.batch import write_messages, write_tasks
+from tasks.services import (
+    ingest_a2a_task,
+    ingest_message,
+    ingest_openapi_task,
+    parse_a2a_task,
+    parse_message,
+    parse_openapi_task,
+)
 
 from .api import IsFeeder
 from .audit import Actor
+from .batch import Batch
 from .mirror import IngestError, IngestResult, Outcome
+
+logger = logging.getLogger(__name__)
 
 INGESTERS: dict[str, Callable[..., IngestResult]] = {
     "openapi_task": ingest_openapi_task,
@@ -33,6 +57,14 @@ INGESTERS: dict[str, Callable[..., IngestResult]] = {
     "message": ingest_message,
     "runtime_operation": ingest_runtime_operation,
     "runtime_operation_event": ingest_runtime_operation_event,
+}
+# The same kinds' edge validation alone, for the batch path.
+PARSERS: dict[str, Callable[[Any], Any]] = {
+    "openapi_task": parse_openapi_task,
+    "a2a_task": parse_a2a_task,
+    "message": parse_message,
+    "runtime_operation": parse_operation_snapshot,
+    "runtime_operation_event": parse_event,
 }
 
 
@@ -51,22 +83,80 @@ class PayloadTooLarge(Exception):
     pass
 
 
-def ingest_record(index: int, record: Any, actor: Actor) -> dict[str, Any]:
-    """One record's result; never raises for bad input."""
+def envelope_errors(record: Any) -> dict[str, list[str]] | None:
+    """What is wrong with a record's ``kind``/``data`` wrapper, if anything."""
     if not isinstance(record, dict):
-        return _rejected(index, None, {"record": ["must be an object with kind and data"]})
+        return {"record": ["must be an object with kind and data"]}
     kind = record.get("kind")
-    ingest = INGESTERS.get(kind) if isinstance(kind, str) else None
-    if ingest is None:
+    if not isinstance(kind, str) or kind not in INGESTERS:
         kinds = ", ".join(INGESTERS)
-        return _rejected(index, kind, {"kind": [f"unknown kind {kind!r}; expected one of {kinds}"]})
+        return {"kind": [f"unknown kind {kind!r}; expected one of {kinds}"]}
     if "data" not in record:
-        return _rejected(index, kind, {"data": ["is required"]})
+        return {"data": ["is required"]}
+    return None
+
+
+def ingest_record(index: int, record: Any, actor: Actor) -> dict[str, Any]:
+    """One record's result through the one-record services; never raises for bad input."""
+    kind = record.get("kind") if isinstance(record, dict) else None
+    errors = envelope_errors(record)
+    if errors:
+        return _rejected(index, kind, errors)
     try:
         # Each service writes its record in one transaction of its own.
-        result = ingest(record["data"], actor=actor)
+        result = INGESTERS[kind](record["data"], actor=actor)
     except IngestError as exc:
         return _rejected(index, kind, exc.errors)
+    return _answer(index, kind, result)
+
+
+def ingest_records(records: list[Any], actor: Actor) -> list[dict[str, Any]]:
+    """Every record's result, in order: validated one by one, written set-based."""
+    answers: list[dict[str, Any] | None] = [None] * len(records)
+    valid: dict[str, list[tuple[int, Any]]] = {kind: [] for kind in PARSERS}
+    for index, record in enumerate(records):
+        kind = record.get("kind") if isinstance(record, dict) else None
+        errors = envelope_errors(record)
+        if errors:
+            answers[index] = _rejected(index, kind, errors)
+            continue
+        try:
+            valid[kind].append((index, PARSERS[kind](record["data"])))
+        except IngestError as exc:
+            answers[index] = _rejected(index, kind, exc.errors)
+    try:
+        with transaction.atomic():
+            results = write_batch(valid, actor)
+    except DatabaseError:
+        # E.g. another feeder created one of these keys meanwhile: replay record
+        # by record, each in its own transaction, as if there were no batch.
+        logger.warning("ingest batch rolled back; replaying it record by record", exc_info=True)
+        return [
+            answer if answer is not None else ingest_record(index, records[index], actor)
+            for index, answer in enumerate(answers)
+        ]
+    for index, result in results.items():
+        answers[index] = _answer(index, records[index]["kind"], result)
+    return answers  # type: ignore[return-value]  # every index is answered
+
+
+def write_batch(valid: dict[str, list[tuple[int, Any]]], actor: Actor) -> dict[int, IngestResult]:
+    """Write validated snapshots set-based; call inside a transaction.
+
+    Tasks before messages and operations before events, so children find their
+    parent whichever came first in the call (the one-record path re-files them
+    when the parent arrives: the stored result is the same).
+    """
+    batch = Batch(actor)
+    write_tasks(batch, sorted(valid["openapi_task"] + valid["a2a_task"], key=lambda i: i[0]))
+    write_messages(batch, valid["message"])
+    write_operations(batch, valid["runtime_operation"])
+    write_events(batch, valid["runtime_operation_event"])
+    batch.flush()
+    return batch.results
+
+
+def _answer(index: int, kind: str, result: IngestResult) -> dict[str, Any]:
     answer = {"index": index, "kind": kind, "id": result.object_id, "result": str(result.outcome)}
     if result.note:
         answer["note"] = result.note
@@ -159,8 +249,7 @@ class IngestView(APIView):
                 f"{len(records)} records; at most {settings.INGEST_MAX_RECORDS} per call."
             )
         actor = Actor.feeder(request.user.get_username())
-        results = [ingest_record(i, record, actor) for i, record in enumerate(records)]
-        return Response({"results": results})
+        return Response({"results": ingest_records(records, actor)})
 
 
 def _too_large(detail: str) -> Response:

@@ -21,6 +21,9 @@ from django.utils.dateparse import parse_datetime
 
 ID_MAX = 256
 _DECIMAL_STRING = re.compile(r"0|[1-9][0-9]{0,19}")
+# NUL and lone UTF-16 surrogates (JSON's "\ud800" escape parses to one): PostgreSQL
+# stores neither in text or jsonb, so such a value is refused at the edge.
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
 class Outcome(StrEnum):
@@ -87,8 +90,8 @@ class Reader:
         if len(value) > max_length:
             self.fail(key, f"is {len(value)} characters long; at most {max_length} are allowed")
             return ""
-        if "\x00" in value:
-            self.fail(key, "contains a NUL character, which cannot be stored")
+        if _UNSTORABLE.search(value):
+            self.fail(key, _UNSTORABLE_MESSAGE)
             return ""
         return value
 
@@ -184,18 +187,24 @@ def json_safe(payload: Any) -> Any:
     whole, with a clear error, instead of failing half-way through a write.
     """
     safe = json.loads(json.dumps(payload, default=str))
-    if _has_nul(safe):
-        raise IngestError({"data": ["contains a NUL character (\\u0000), which cannot be stored"]})
+    if _unstorable(safe):
+        raise IngestError({"data": [_UNSTORABLE_MESSAGE]})
     return safe
 
 
-def _has_nul(value: Any) -> bool:
+_UNSTORABLE_MESSAGE = (
+    "contains a NUL character (\\u0000) or an unpaired surrogate (\\ud800-\\udfff), "
+    "which cannot be stored"
+)
+
+
+def _unstorable(value: Any) -> bool:
     if isinstance(value, str):
-        return "\x00" in value
+        return _UNSTORABLE.search(value) is not None
     if isinstance(value, dict):
-        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+        return any(_unstorable(k) or _unstorable(v) for k, v in value.items())
     if isinstance(value, list):
-        return any(_has_nul(v) for v in value)
+        return any(_unstorable(v) for v in value)
     return False
 
 

@@ -318,6 +318,30 @@ class TestHostileInput:
         assert "NUL" in json.dumps(results[0]["errors"])
         assert support_api.get("/api/v1/tasks/?raw_state=a%00b").status_code == 400
 
+    def test_unpaired_surrogates_are_rejected_not_crashed(self, feeder_api):
+        """JSON may escape half a UTF-16 pair; PostgreSQL stores it neither as text nor jsonb."""
+        good = json.dumps(openapi_task(task_id="tsk_fine"))
+        body = (
+            '{"records": ['
+            '{"kind": "openapi_task", "data": {"task_id": "tsk_a", "agent_id": "agt_\\ud800",'
+            ' "status": "running"}},'
+            '{"kind": "message", "data": {"id": "m1", "conversation_id": "c", "type": "x",'
+            ' "state": "completed", "created_at": "2026-11-30T08:00:00Z",'
+            ' "content": {"text": "\\udfff"}}},'
+            '{"kind": "openapi_task", "data": {"task_id": "tsk_pair",'
+            ' "agent_id": "agt_\\ud83d\\ude00", "status": "running"}},'
+            f'{{"kind": "openapi_task", "data": {good}}}'
+            "]}"
+        )
+        response = feeder_api.post("/api/v1/ingest/", data=body, content_type="application/json")
+        assert response.status_code == 200
+        results = response.json()["results"]
+        assert [r["result"] for r in results] == ["rejected", "rejected", "created", "created"]
+        assert "surrogate" in results[0]["errors"]["agent_id"][0]
+        assert "surrogate" in results[1]["errors"]["data"][0]
+        # A proper pair is one character, stored as such.
+        assert Task.objects.get(task_id="tsk_pair").agent_id == "agt_\U0001f600"
+
     def test_odd_time_zone_offsets_are_normalised(self, feeder_api, support_api):
         odd = openapi_task(created_at="2026-11-30T07:55:06-20:47")
         results = ingest(feeder_api, [{"kind": "openapi_task", "data": odd}]).json()["results"]
