@@ -21,11 +21,13 @@ all and the answers are the same.
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from decimal import Decimal
 from typing import Any
 
-from django.db import models
+from django.db import connection, models
 
 from . import audit, counters
 from .audit import Actor
@@ -68,9 +70,98 @@ class Batch:
         counters.bump_many(self.deltas)
         self.deltas.clear()
         entries = [audit.entry(self.actor, **change) for _, _, change in sorted(self._audit)]
-        if entries:
-            audit.AuditEntry.objects.bulk_create(entries)
+        write_rows(audit.AuditEntry, entries)
         self._audit.clear()
+
+
+def write_rows(
+    model: type[models.Model],
+    objs: Sequence[models.Model],
+    *,
+    with_pk: bool = False,
+    conflict: Sequence[str] = (),
+    update: Sequence[str] = (),
+    returning: Sequence[str] = (),
+) -> list[tuple[Any, ...]]:
+    """Insert (or upsert) ``objs`` with one statement whose rows travel as one jsonb array.
+
+    Why not ``bulk_create``: on PostgreSQL it sends one array per column, and
+    psycopg escapes every JSON value of a jsonb array element by element with
+    a regular expression: on rows carrying raw payloads that costs three to
+    four times the statement itself. Here ``json.dumps`` (C) encodes the rows
+    once and the server unpacks them: ``r->>'col'`` cast to the column's base
+    type, ``r->'col'`` for jsonb; a Python ``None`` is left out, so it is SQL
+    NULL, as Django stores it.
+
+    ``conflict``/``update``: ``ON CONFLICT (conflict) DO UPDATE SET update``.
+    ``returning``: columns to return, one tuple per written row.
+    Values come from each field's ``pre_save`` (so ``auto_now`` stamps apply).
+    """
+    if not objs:
+        return []
+    fields = [f for f in model._meta.concrete_fields if with_pk or not f.primary_key]
+    columns, selects = [], []
+    for f in fields:
+        column = connection.ops.quote_name(f.column)
+        columns.append(column)
+        if f.get_internal_type() == "JSONField":
+            selects.append(f"r->'{f.column}'")
+        else:
+            base_type = (f.target_field if f.is_relation else f).db_type(connection)
+            base_type = base_type.split("(")[0].replace("serial", "integer")
+            selects.append(f"(r->>'{f.column}')::{base_type}")
+    rows = []
+    for obj in objs:
+        row = {}
+        for f in fields:
+            value = f.pre_save(obj, add=True)
+            if value is not None:
+                row[f.column] = value
+        rows.append(row)
+    table = connection.ops.quote_name(model._meta.db_table)
+    sql = (
+        f"INSERT INTO {table} ({', '.join(columns)}) SELECT {', '.join(selects)} "
+        "FROM jsonb_array_elements(%s::jsonb) WITH ORDINALITY AS batch(r, n) ORDER BY n"
+    )
+    if conflict:
+        targets = ", ".join(
+            connection.ops.quote_name(model._meta.get_field(c).column) for c in conflict
+        )
+        sets = ", ".join(
+            f"{q} = EXCLUDED.{q}"
+            for q in (connection.ops.quote_name(model._meta.get_field(u).column) for u in update)
+        )
+        sql += f" ON CONFLICT ({targets}) DO UPDATE SET {sets}"
+    if returning:
+        sql += " RETURNING " + ", ".join(connection.ops.quote_name(c) for c in returning)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [json.dumps(rows, default=_wire_value)])
+        return cursor.fetchall() if returning else []
+
+
+def _wire_value(value: Any) -> Any:
+    if isinstance(value, dt.datetime):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return str(value)
+    raise TypeError(f"cannot send {type(value).__name__} in a batch row")
+
+
+def insert_rows(
+    model: type[models.Model], objs: Sequence[models.Model], *, key: Sequence[str] = ()
+) -> None:
+    """Insert new rows; with ``key`` (their natural key), set each object's primary key.
+
+    A row another writer inserted meanwhile fails the statement (unique index):
+    the caller's batch then falls back to the one-record path.
+    """
+    returned = write_rows(model, objs, returning=["id", *key] if key else ())
+    if key:
+        pk_of = {tuple(row[1:]): row[0] for row in returned}
+        attnames = [model._meta.get_field(k).attname for k in key]
+        for obj in objs:
+            obj.pk = pk_of[tuple(getattr(obj, a) for a in attnames)]
+            obj._state.adding = False
 
 
 def upsert_by_pk(
@@ -80,12 +171,8 @@ def upsert_by_pk(
 
     ``keep``: columns never overwritten (first-seen stamps).
     """
-    if not objs:
-        return
     kept = set(keep)
-    fields = [
+    update = [
         f.name for f in model._meta.concrete_fields if not f.primary_key and f.name not in kept
     ]
-    model._default_manager.bulk_create(
-        objs, update_conflicts=True, unique_fields=["pk"], update_fields=fields
-    )
+    write_rows(model, objs, with_pk=True, conflict=["id"], update=update)

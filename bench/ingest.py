@@ -270,7 +270,13 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=20)
     parser.add_argument("--repeat-batches", type=int, default=4, help="duplicate/update/stale")
     parser.add_argument("--webhooks", type=int, default=1000)
-    parser.add_argument("--profile", action="store_true")
+    parser.add_argument(
+        "--profile",
+        nargs="?",
+        const="new",
+        choices=["new", "update"],
+        help="profile one more batch of new records (default) or of updates",
+    )
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
 
@@ -298,6 +304,12 @@ def main() -> None:
     if args.profile:
         profiler = cProfile.Profile()
         extra = feed.new_batch(20_000)
+        if args.profile == "update":
+            # The records to update (update_batch(b) covers batches b and b + 1), then
+            # their newer snapshots.
+            post(client, key, extra)
+            post(client, key, feed.new_batch(20_001))
+            extra = feed.update_batch(20_000)
         profiler.enable()
         post(client, key, extra)
         profiler.disable()

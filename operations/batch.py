@@ -14,7 +14,7 @@ from django.db.models import F
 from django.db.models.fields.tuple_lookups import Tuple, TupleIn
 
 from beeos_console import counters
-from beeos_console.batch import Batch, upsert_by_pk
+from beeos_console.batch import Batch, insert_rows, upsert_by_pk
 from beeos_console.mirror import IngestResult, Outcome
 
 from .models import RuntimeOperation, RuntimeOperationEvent
@@ -59,7 +59,7 @@ def write_operations(batch: Batch, items: Sequence[tuple[int, OperationSnapshot]
         batch.answer(index, IngestResult(outcome, snapshot.operation_id, op, note))
 
     new_rows = [current[i] for i in created]
-    RuntimeOperation.objects.bulk_create(new_rows)
+    insert_rows(RuntimeOperation, new_rows, key=["operation_id"])
     updated = sorted(changed & stored.keys())
     upsert_by_pk(RuntimeOperation, [current[i] for i in updated], keep=["first_seen_at"])
     for op in new_rows:
@@ -116,4 +116,4 @@ def write_events(batch: Batch, items: Sequence[tuple[int, EventSnapshot]]) -> No
     )
     for event in new_rows:
         event.operation_id = op_pk.get(event.operation_id_raw)
-    RuntimeOperationEvent.objects.bulk_create(new_rows)
+    insert_rows(RuntimeOperationEvent, new_rows)

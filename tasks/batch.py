@@ -15,7 +15,7 @@ from django.db.models import F
 from django.db.models.fields.tuple_lookups import Tuple, TupleIn
 
 from beeos_console import counters
-from beeos_console.batch import Batch, upsert_by_pk
+from beeos_console.batch import Batch, insert_rows, upsert_by_pk, write_rows
 from beeos_console.mirror import IngestResult, Outcome, digest
 
 from . import states
@@ -72,7 +72,8 @@ def write_tasks(batch: Batch, items: Sequence[tuple[int, TaskSnapshot]]) -> None
                 artifacts[(id(task), artifact_id)] = (task, values)
 
     new_rows = [current[key] for key in created]
-    Task.objects.bulk_create(new_rows)  # a key another writer just added fails the batch
+    # A key another writer added meanwhile fails the statement, and so the batch.
+    insert_rows(Task, new_rows, key=["protocol", "task_id"])
     updated_rows = [current[key] for key in changed if key in stored]
     upsert_by_pk(Task, updated_rows, keep=["first_seen_at"])
     for task in new_rows:
@@ -108,15 +109,14 @@ def _write_children(
 ) -> None:
     """A2A history messages and artifacts: last snapshot wins, as ``update_or_create``."""
     if history:
-        fields = [*next(iter(history.values())), "mirrored_at"]
-        Message.objects.bulk_create(
+        write_rows(
+            Message,
             [
                 Message(source=Message.Source.A2A, message_id=message_id, **values)
                 for message_id, values in sorted(history.items())
             ],
-            update_conflicts=True,
-            unique_fields=["source", "message_id"],
-            update_fields=fields,
+            conflict=["source", "message_id"],
+            update=[*next(iter(history.values())), "mirrored_at"],
         )
     if artifacts:
         rows = [
@@ -124,11 +124,11 @@ def _write_children(
             for (_, artifact_id), (task, values) in artifacts.items()
         ]
         rows.sort(key=lambda a: (a.task.pk, a.artifact_id))
-        Artifact.objects.bulk_create(
+        write_rows(
+            Artifact,
             rows,
-            update_conflicts=True,
-            unique_fields=["task", "artifact_id"],
-            update_fields=["name", "description", "parts", "metadata", "extensions"],
+            conflict=["task", "artifact_id"],
+            update=["name", "description", "parts", "metadata", "extensions"],
         )
 
 
@@ -166,7 +166,7 @@ def write_messages(batch: Batch, items: Sequence[tuple[int, MessageSnapshot]]) -
     task_of = _task_by_channel({m.conversation_id for m in written if m.conversation_id})
     for message in written:
         message.task_id = task_of.get(message.conversation_id)
-    Message.objects.bulk_create(new_rows)
+    insert_rows(Message, new_rows)
     upsert_by_pk(Message, updated_rows)
 
 
