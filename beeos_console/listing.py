@@ -60,7 +60,8 @@ class KeysetListView(View):
 
     filterset_class: ClassVar[type[django_filters.FilterSet]]
     template_name: ClassVar[str] = "console/list.html"
-    rows_template: ClassVar[str]
+    # The results table: a template (``rows`` in its context), or override ``render_rows``.
+    rows_template: ClassVar[str] = ""
     title: ClassVar[str]
     sort_fields: ClassVar[dict[str, str]] = {"created": "created_at"}
     default_sort: ClassVar[str] = "created"
@@ -78,6 +79,10 @@ class KeysetListView(View):
 
     def get_context_data(self, **context: Any) -> dict[str, Any]:
         return context
+
+    def render_rows(self, rows: list[Any]) -> str:
+        """The results table as HTML, when built in Python; "" renders ``rows_template``."""
+        return ""
 
     def get(self, request: HttpRequest) -> HttpResponse:
         filterset = self.filterset_class(request.GET, queryset=self.get_queryset(), request=request)
@@ -106,6 +111,7 @@ class KeysetListView(View):
             rows=page.rows,
             chips=active_filter_chips(request, filterset),
             rows_template=self.rows_template,
+            rows_html=self.render_rows(page.rows),
             next_url=self.page_url(after=page.next_cursor) if page.next_cursor else "",
             prev_url=self.page_url(before=page.prev_cursor) if page.prev_cursor else "",
             refresh_seconds=REFRESH_SECONDS if request.GET.get("refresh") in ("true", "on") else 0,

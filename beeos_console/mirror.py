@@ -24,6 +24,7 @@ _DECIMAL_STRING = re.compile(r"0|[1-9][0-9]{0,19}")
 # NUL and lone UTF-16 surrogates (JSON's "\ud800" escape parses to one): PostgreSQL
 # stores neither in text or jsonb, so such a value is refused at the edge.
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 
 class Outcome(StrEnum):
@@ -92,6 +93,14 @@ class Reader:
             return ""
         if _UNSTORABLE.search(value):
             self.fail(key, _UNSTORABLE_MESSAGE)
+            return ""
+        return value
+
+    def id(self, key: str) -> str:
+        """A required identifier: it ends up in URLs and links, so no control characters."""
+        value = self.str(key, required=True)
+        if _CONTROL.search(value):
+            self.fail(key, "contains a control character (a line break, a tab…); ids cannot")
             return ""
         return value
 

@@ -36,7 +36,7 @@ def parse_runtime_operation(data: Any) -> dict[str, Any]:
     projection = r.child("projection")
     error = r.child("error")
     fields: dict[str, Any] = {
-        "operation_id": r.str("id", required=True),
+        "operation_id": r.id("id"),
         "instance_id": r.str("instanceId", required=True),
         "target_scope": target.str("scope", required=True, max_length=16) if target else "",
         "platform_agent_id": target.str("platformAgentId") if target else "",
@@ -234,7 +234,7 @@ class EventSnapshot:
 def parse_event(data: Any) -> EventSnapshot:
     r = Reader(data)
     event_id = r.decimal_string("id", required=True)
-    operation_id = r.str("operationId", required=True)
+    operation_id = r.id("operationId")
     method = r.str("method", required=True, max_length=64)
     event = r.child("event", required=True)
     fields: dict[str, Any] = {}

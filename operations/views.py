@@ -15,6 +15,7 @@ from beeos_console.permissions import RoleRequiredMixin, role_required
 from . import states
 from .filters import OPERATION_SORTS, RuntimeOperationFilterSet
 from .models import RuntimeOperation
+from .rows import operation_table
 from .services import project_operation_row
 
 EVENT_ROWS = 500
@@ -23,13 +24,16 @@ TRAIL_ROWS = 50
 
 class OperationListView(RoleRequiredMixin, KeysetListView):
     filterset_class = RuntimeOperationFilterSet
-    rows_template = "operations/_rows.html"
     title = "Runtime operations"
     sort_fields = OPERATION_SORTS
     bulk_kind = "operation"
 
     def get_queryset(self) -> QuerySet:
         return RuntimeOperation.objects.defer("raw_payload", "result", "error_context", "progress")
+
+    def render_rows(self, rows: list[RuntimeOperation]) -> str:
+        selectable = roles.has_role(self.request.user, roles.OPERATOR)
+        return operation_table(rows, selectable=selectable)
 
 
 @role_required(roles.SUPPORT)

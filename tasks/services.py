@@ -68,7 +68,7 @@ def parse_openapi_task(
     ``agent_optional``: a webhook TaskEvent names no agent; the sync fills it in.
     """
     r = Reader(data)
-    task_id = r.str("task_id", required=True)
+    task_id = r.id("task_id")
     agent_id = r.str("agent_id", required=protocol == states.OPENAPI and not agent_optional)
     raw_state = r.str("status", required=True, max_length=64)
     metadata = r.object("metadata")
@@ -110,7 +110,7 @@ def _a2a_text(message: Any) -> str:
 def parse_a2a_task(data: Any) -> TaskSnapshot:
     """An a2aTaskView (history and artifacts included when present)."""
     r = Reader(data)
-    task_id = r.str("id", required=True)
+    task_id = r.id("id")
     context_id = r.str("contextId", required=True)
     status = r.child("status", required=True)
     raw_state = status.str("state", required=True, max_length=64) if status else ""
@@ -385,7 +385,7 @@ class MessageSnapshot:
 def parse_message(data: Any) -> MessageSnapshot:
     """A MessageEnvelope, validated at the edge."""
     r = Reader(data)
-    message_id = r.str("id", required=True)
+    message_id = r.id("id")
     conversation_id = r.str("conversation_id", required=True)
     fields = {
         "conversation_id": conversation_id,

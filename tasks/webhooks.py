@@ -85,7 +85,7 @@ def beeos_webhook(request: HttpRequest) -> JsonResponse:
 
 def _task_event(payload: dict[str, Any], scheme: str) -> JsonResponse:
     r = Reader(payload)
-    task_id = r.str("task_id", required=True)
+    task_id = r.id("task_id")
     status = r.str("status", required=True, max_length=64)
     timestamp = r.datetime("timestamp", required=True)
     context_id = r.str("context_id")

@@ -342,6 +342,18 @@ class TestHostileInput:
         # A proper pair is one character, stored as such.
         assert Task.objects.get(task_id="tsk_pair").agent_id == "agt_\U0001f600"
 
+    def test_ids_with_control_characters_are_rejected(self, feeder_api, support_api):
+        """An id lands in URLs: a line break in one used to break the list page."""
+        records = [
+            {"kind": "openapi_task", "data": openapi_task(task_id="tsk_a\nb")},
+            {"kind": "runtime_operation", "data": operation_snapshot("running", id="op\tx")},
+            {"kind": "openapi_task", "data": openapi_task(agent_id="agt\nfine in a name")},
+        ]
+        results = ingest(feeder_api, records).json()["results"]
+        assert [r["result"] for r in results] == ["rejected", "rejected", "created"]
+        assert "control character" in results[0]["errors"]["task_id"][0]
+        assert "control character" in results[1]["errors"]["id"][0]
+
     def test_odd_time_zone_offsets_are_normalised(self, feeder_api, support_api):
         odd = openapi_task(created_at="2026-11-30T07:55:06-20:47")
         results = ingest(feeder_api, [{"kind": "openapi_task", "data": odd}]).json()["results"]

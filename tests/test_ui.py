@@ -271,6 +271,65 @@ class TestOperations:
         make_operation("running")
         assert support.get(f"/operations/?{query}").status_code == 200
 
+    def test_list_rows_show_every_internal_value(self, support):
+        op = make_operation(
+            "failed",
+            effectState="failed",
+            error={"code": "INSTANCE_OFFLINE", "message": "gone", "retryMode": "resubmit"},
+        )
+        html = support.get("/operations/").content.decode()
+        row = re.search(rf"<tr><td>[^\n]*?{op.operation_id[:21]}.*?</tr>", html).group(0)
+        for text in (
+            "badge-red",  # failed, in words and colour
+            '<code class="raw">failed</code>',  # raw status and effectState
+            "INSTANCE_OFFLINE",
+            "resubmit",
+            op.method,
+            f"?instance_id={op.instance_id}",
+        ):
+            assert text in row, text
+        assert f'<time datetime="{op.created_at.isoformat()}"' in row
+
+    @pytest.mark.parametrize(
+        "odd_id",
+        ["op_\"<b>bold</b>&'x", "op_with/slash?and#hash%25", "op_é" + "✓" * 30],
+    )
+    def test_odd_ids_are_escaped_and_still_link_to_their_page(self, support, odd_id):
+        make_operation("running", id=odd_id, instanceId="<ins>")
+        html = support.get("/operations/").content.decode()
+        assert "<b>bold" not in html and "<ins>" not in html
+        href = re.search(r'<td><a href="(/operations/[^"]+)"><code>', html).group(1)
+        detail = support.get(href.replace("&amp;", "&").replace("&#x27;", "'"))
+        assert detail.status_code == 200
+        assert detail.context["op"].operation_id == odd_id
+
+    def test_long_ids_are_shortened_on_the_list_only(self, support):
+        op = make_operation("running", id="op_" + "x" * 40)
+        html = support.get("/operations/").content.decode()
+        assert f"<code>op_{'x' * 18}…</code>" in html
+        assert f'href="/operations/{op.operation_id}/"' in html
+
+    def test_checkboxes_only_for_operators_and_cancellable_rows(
+        self, client, support_user, operator_user
+    ):
+        running = make_operation("running")
+        make_operation("succeeded")
+        asked = make_operation(
+            "running",
+            cancelRequest={"requestedBy": "usr_x", "requestedAt": "2026-11-30T08:00:00Z"},
+        )
+        client.force_login(operator_user)
+        html = client.get("/operations/").content.decode()
+        picks = re.findall(r'name="pick" value="([^"]+)"', html)
+        assert picks == [running.operation_id]
+        assert asked.operation_id in html
+        client.force_login(support_user)
+        assert 'name="pick"' not in client.get("/operations/").content.decode()
+
+    def test_no_match_says_so(self, support):
+        html = support.get("/operations/?raw_status=expired").content.decode()
+        assert "No runtime operations match these filters." in html
+
     def test_detail_keeps_every_internal_value(self, support):
         op = make_operation(
             "failed",

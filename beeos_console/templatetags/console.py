@@ -6,10 +6,10 @@ import datetime as dt
 import json
 
 from django import template
-from django.utils import timezone
 from django.utils.html import format_html
+from django.utils.safestring import mark_safe
 
-from beeos_console.states import STATUS_COLOURS
+from beeos_console import cells
 
 register = template.Library()
 
@@ -17,41 +17,19 @@ register = template.Library()
 @register.simple_tag
 def status_badge(status: str) -> str:
     """Text plus colour, never colour alone; unknown values still render."""
-    colour = STATUS_COLOURS.get(status, "purple")
-    return format_html('<span class="badge badge-{}">{}</span>', colour, status or "—")
+    return mark_safe(cells.badge(status))
 
 
 @register.simple_tag
 def raw_value(value: object) -> str:
     """A raw upstream value, verbatim in monospace (escaped)."""
-    if value is None or value == "":
-        return format_html('<code class="raw empty">{}</code>', "—")
-    return format_html('<code class="raw">{}</code>', value)
+    return mark_safe(cells.raw(value))
 
 
 @register.simple_tag
 def reltime(value: dt.datetime | None) -> str:
     """ "3 hours ago", with the exact UTC time on hover."""
-    if value is None:
-        return format_html('<span class="muted">{}</span>', "—")
-    exact = value.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-    return format_html(
-        '<time datetime="{}" title="{}">{}</time>', value.isoformat(), exact, short_age(value)
-    )
-
-
-def short_age(value: dt.datetime, now: dt.datetime | None = None) -> str:
-    """The largest unit only: "45 s ago", "3 h ago", "2 d ago", "in 5 min"."""
-    now = now or timezone.now()
-    seconds = int((now - value).total_seconds())
-    future, seconds = seconds < 0, abs(seconds)
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
-        if seconds >= size:
-            words = f"{seconds // size} {unit}"
-            break
-    else:
-        words = f"{seconds} s"
-    return f"in {words}" if future else f"{words} ago"
+    return mark_safe(cells.age(value))
 
 
 @register.filter

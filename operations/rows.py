@@ -1,0 +1,97 @@
+"""The runtime operations list table, rendered in Python.
+
+Fifty rows of ten cells through the template engine cost about two thirds of
+the page (a ``{% url %}``, two ``truncatechars`` and four tags per row); built
+here from ``beeos_console.cells`` the table costs about a millisecond. Same
+approach as ``contrib.admin``'s changelist rows. Every value is escaped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from html import escape
+from urllib.parse import quote
+
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.safestring import SafeString, mark_safe
+
+from beeos_console import cells
+
+from .models import RuntimeOperation
+
+HEADERS = (
+    "Operation · method",
+    "Status",
+    "Raw status",
+    "effectState",
+    "Projection",
+    "Error code · retryMode",
+    "Retry policy",
+    "Instance",
+    "Age",
+)
+EMPTY = "No runtime operations match these filters."
+
+
+def operation_table(rows: Iterable[RuntimeOperation], *, selectable: bool) -> SafeString:
+    """The list's ``<table>``; ``selectable`` adds the bulk-cancel checkbox column."""
+    head = "".join(f"<th>{escape(h)}</th>" for h in HEADERS)
+    if selectable:
+        head = '<th><span class="visually-hidden">Select</span></th>' + head
+    detail_prefix = reverse("operations:detail", args=["-"])[:-2]
+    now = timezone.now()
+    body = [operation_row(op, detail_prefix, now, selectable=selectable) for op in rows]
+    if not body:
+        body = [f'<tr><td colspan="10" class="muted">{EMPTY}</td></tr>']
+    return mark_safe(
+        f'<table class="list">\n  <thead><tr>{head}</tr></thead>\n  <tbody>\n'
+        + "\n".join(body)
+        + "\n  </tbody>\n</table>\n"
+    )
+
+
+def operation_row(
+    op: RuntimeOperation, detail_prefix: str, now: object, *, selectable: bool
+) -> str:
+    op_id = op.operation_id
+    cols = []
+    if selectable:
+        pick = ""
+        if op.is_cancellable and not op.has_cancel_request:
+            pick = (
+                f'<input type="checkbox" name="pick" value="{escape(op_id)}" form="bulk-form"'
+                f' aria-label="Select {escape(op_id)}">'
+            )
+        cols.append(f"<td>{pick}</td>")
+    href = f"{detail_prefix}{cells.path_arg(op_id)}/"
+    cols.append(
+        f'<td><a href="{escape(href)}"><code>{escape(cells.truncate(op_id, 22))}</code></a>'
+        f'<br><code class="small">{escape(op.method)}</code></td>'
+    )
+    reason = (
+        f'<br><span class="small">{escape(cells.truncate(op.reason, 26))}</span>'
+        if op.reason
+        else ""
+    )
+    cols.append(f"<td>{cells.badge(op.status)}{reason}</td>")
+    cols.append(f"<td>{cells.raw(op.raw_status)}</td>")
+    cols.append(f"<td>{cells.raw(op.effect_state)}</td>")
+    cols.append(f"<td>{cells.raw(op.projection_state)}</td>")
+    if op.error_code:
+        cols.append(
+            f'<td><code class="small">{escape(op.error_code)}</code><br>'
+            f'<code class="small">{escape(op.error_retry_mode or "—")}</code></td>'
+        )
+    else:
+        cols.append('<td><span class="muted">—</span></td>')
+    uncertain = "<br><strong>uncertain</strong>" if op.outcome_certainty == "uncertain" else ""
+    cols.append(f'<td class="small">{escape(op.retry_policy)}{uncertain}</td>')
+    instance = op.instance_id
+    cols.append(
+        f'<td><a href="?instance_id={escape(quote(instance, safe="/"))}"'
+        f' title="Only this instance: {escape(instance)}">'
+        f"<code>{escape(cells.truncate(instance, 14))}</code></a></td>"
+    )
+    cols.append(f"<td>{cells.age(op.created_at, now)}</td>")
+    return "    <tr>" + "".join(cols) + "</tr>"
