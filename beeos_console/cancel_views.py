@@ -15,6 +15,7 @@ from operations.models import RuntimeOperation
 from operations.services import cancel_operation
 from tasks.filters import TaskFilterSet
 from tasks.models import Task
+from tasks.rows import TaskRows
 from tasks.services import cancel_task
 
 from . import bulk, roles
@@ -76,7 +77,12 @@ def cancel_task_view(request: HttpRequest, task_id: str) -> HttpResponse:
         context = {
             "outcome": outcome,
             "style": RESULT_STYLE.get(outcome.result, "info"),
-            "bulk_kind": "task",
+            # The list row, redrawn with the task's new state (only operators get here).
+            "updated_row": TaskRows(selectable=True, operator=True).row(
+                outcome.obj, extra_attrs=' hx-swap-oob="outerHTML"'
+            )
+            if outcome.obj
+            else "",
         }
         return render(request, "tasks/_cancel_row_result.html", context)
     return _respond(request, outcome, detail_url=detail_url, fragment="tasks/_cancel_result.html")

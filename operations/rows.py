@@ -8,11 +8,11 @@ approach as ``contrib.admin``'s changelist rows. Every value is escaped.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable
 from html import escape
 from urllib.parse import quote
 
-from django.urls import reverse
 from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
 
@@ -39,9 +39,9 @@ def operation_table(rows: Iterable[RuntimeOperation], *, selectable: bool) -> Sa
     head = "".join(f"<th>{escape(h)}</th>" for h in HEADERS)
     if selectable:
         head = '<th><span class="visually-hidden">Select</span></th>' + head
-    detail_prefix = reverse("operations:detail", args=["-"])[:-2]
+    detail_url = cells.UrlFor("operations:detail")
     now = timezone.now()
-    body = [operation_row(op, detail_prefix, now, selectable=selectable) for op in rows]
+    body = [operation_row(op, detail_url, now, selectable=selectable) for op in rows]
     if not body:
         body = [f'<tr><td colspan="10" class="muted">{EMPTY}</td></tr>']
     return mark_safe(
@@ -52,7 +52,7 @@ def operation_table(rows: Iterable[RuntimeOperation], *, selectable: bool) -> Sa
 
 
 def operation_row(
-    op: RuntimeOperation, detail_prefix: str, now: object, *, selectable: bool
+    op: RuntimeOperation, detail_url: cells.UrlFor, now: dt.datetime, *, selectable: bool
 ) -> str:
     op_id = op.operation_id
     cols = []
@@ -64,7 +64,7 @@ def operation_row(
                 f' aria-label="Select {escape(op_id)}">'
             )
         cols.append(f"<td>{pick}</td>")
-    href = f"{detail_prefix}{cells.path_arg(op_id)}/"
+    href = detail_url(op_id)
     cols.append(
         f'<td><a href="{escape(href)}"><code>{escape(cells.truncate(op_id, 22))}</code></a>'
         f'<br><code class="small">{escape(op.method)}</code></td>'

@@ -15,6 +15,7 @@ from beeos_console.permissions import RoleRequiredMixin, role_required
 from . import selectors, services, states
 from .filters import TASK_SORTS, MessageFilterSet, TaskFilterSet
 from .models import Message, Task
+from .rows import TaskRows
 
 TIMELINE_PAGE = 100
 TRAIL_ROWS = 50
@@ -22,13 +23,16 @@ TRAIL_ROWS = 50
 
 class TaskListView(RoleRequiredMixin, KeysetListView):
     filterset_class = TaskFilterSet
-    rows_template = "tasks/_rows.html"
     title = "Tasks"
     sort_fields = TASK_SORTS
     bulk_kind = "task"
 
     def get_queryset(self) -> QuerySet:
         return Task.objects.defer("raw_payload", "result", "metadata", "error")
+
+    def render_rows(self, rows: list[Task]) -> str:
+        operator = roles.has_role(self.request.user, roles.OPERATOR)
+        return TaskRows(selectable=operator, operator=operator).table(rows)
 
 
 class MessageListView(RoleRequiredMixin, KeysetListView):

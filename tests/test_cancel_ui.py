@@ -351,6 +351,12 @@ class TestCancelFromAListRow:
         assert "Cancelled." in result
         assert f'<tr id="task-row-{task.pk}" hx-swap-oob="outerHTML">' in result
         assert 'class="badge badge-amber">cancelled<' in result
+        # The redrawn row lines up with the list's (checkbox column kept) and offers
+        # neither a checkbox nor a cancel link any more.
+        row = result[result.index(f'<tr id="task-row-{task.pk}"') :]
+        listed = operator.get("/tasks/").content.decode()
+        assert row.count("<td") == listed[listed.index("<tbody>") :].split("</tr>")[0].count("<td")
+        assert 'name="pick"' not in row and "Cancel…" not in row
 
     def test_without_javascript_the_row_link_leads_to_the_detail_form(self, operator):
         task = make_task("running")

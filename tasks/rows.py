@@ -1,0 +1,103 @@
+"""The task list table, rendered in Python (see ``operations/rows.py`` for why).
+
+``TaskRows.row`` also builds the row that replaces a list row in place after
+an inline cancel (``cancel_views.cancel_task_view``), so the list and the
+updated row cannot drift apart. Every value is escaped.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from html import escape
+from urllib.parse import quote
+
+from django.utils import timezone
+from django.utils.safestring import SafeString, mark_safe
+
+from beeos_console import cells
+
+from .models import Task
+
+HEADERS = (
+    "Task",
+    "Status",
+    "Raw state",
+    "Protocol",
+    "Reason",
+    "Certainty · retry",
+    "Agent",
+    "Age",
+    "Updated",
+)
+EMPTY = "No tasks match these filters."
+
+
+@dataclass
+class TaskRows:
+    """How rows look for one viewer: ``selectable`` (bulk checkboxes), ``operator`` (cancel)."""
+
+    selectable: bool
+    operator: bool
+    now: dt.datetime = field(default_factory=timezone.now)
+    detail_url: cells.UrlFor = field(default_factory=lambda: cells.UrlFor("tasks:detail"))
+    cancel_url: cells.UrlFor = field(default_factory=lambda: cells.UrlFor("tasks:cancel"))
+
+    def table(self, rows: Iterable[Task]) -> SafeString:
+        head = "".join(f"<th>{escape(h)}</th>" for h in HEADERS)
+        if self.selectable:
+            head = '<th><span class="visually-hidden">Select</span></th>' + head
+        body = [f"    {self.row(task)}" for task in rows]
+        if not body:
+            body = [f'    <tr><td colspan="10" class="muted">{EMPTY}</td></tr>']
+        return mark_safe(
+            f'<table class="list">\n  <thead><tr>{head}</tr></thead>\n  <tbody>\n'
+            + "\n".join(body)
+            + "\n  </tbody>\n</table>\n"
+        )
+
+    def row(self, task: Task, *, extra_attrs: str = "") -> SafeString:
+        """One ``<tr>``; ``extra_attrs`` is trusted markup (e.g. an htmx out-of-band swap)."""
+        return mark_safe(f'<tr id="task-row-{task.pk}"{extra_attrs}>{self.cells(task)}</tr>')
+
+    def cells(self, task: Task) -> str:
+        task_id, protocol = task.task_id, escape(task.protocol)
+        cancellable = task.is_cancellable
+        cols = []
+        if self.selectable:
+            pick = ""
+            if cancellable:
+                pick = (
+                    f'<input type="checkbox" name="pick" value="{protocol}:{escape(task_id)}"'
+                    f' form="bulk-form" aria-label="Select {escape(task_id)}">'
+                )
+            cols.append(f"<td>{pick}</td>")
+        detail = escape(self.detail_url(task_id))
+        cols.append(
+            f'<td><a href="{detail}?protocol={protocol}">'
+            f"<code>{escape(cells.truncate(task_id, 30))}</code></a></td>"
+        )
+        cols.append(f"<td>{cells.badge(task.status)}</td>")
+        cols.append(f"<td>{cells.raw(task.raw_state)}</td>")
+        cols.append(f"<td>{escape(str(task.get_protocol_display()))}</td>")
+        cols.append(f"<td>{escape(task.reason or '—')}</td>")
+        cols.append(
+            f'<td class="small">{escape(task.outcome_certainty)} · {escape(task.retry_policy)}</td>'
+        )
+        agent = task.agent_id
+        cols.append(
+            f'<td><a href="?agent_id={escape(quote(agent, safe="/"))}" title="Only this agent">'
+            f"<code>{escape(cells.truncate(agent, 20))}</code></a></td>"
+        )
+        cols.append(f"<td>{cells.age(task.created_at, self.now)}</td>")
+        cancel = ""
+        if cancellable and self.operator:
+            cancel_url = escape(self.cancel_url(task_id))
+            cancel = (
+                f' <a class="small" href="{detail}?protocol={protocol}#cancel"'
+                f' hx-get="{cancel_url}?protocol={protocol}&amp;row=1" hx-target="closest tr"'
+                ' hx-swap="afterend" title="Cancel this task">Cancel…</a>'
+            )
+        cols.append(f"<td>{cells.age(task.updated_at, self.now)}{cancel}</td>")
+        return "".join(cols)
