@@ -70,8 +70,7 @@ def on_change(
     old_key = (old[0], hour_of(old[1]))
     new_key = (new[0], hour_of(new[1]))
     if old_key != new_key:
-        bump(kind, old_key[0], old_key[1], -1)
-        bump(kind, new_key[0], new_key[1], 1)
+        bump_many({(kind, *old_key): -1, (kind, *new_key): 1})  # one round trip
 
 
 def totals(kind: str, since: dt.datetime | None = None) -> dict[str, int]:

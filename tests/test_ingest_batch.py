@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import io
 import logging
 import random
 import threading
 from typing import Any
 
 import pytest
+from django.core.management import call_command
 
 from beeos_console.audit import Actor
 from beeos_console.ingest import ingest_record, ingest_records
@@ -286,6 +288,9 @@ def test_batches_store_what_one_by_one_stores(seed, largest_call):
     for table in one_state:
         assert batch_state[table] == one_state[table], table
     assert batch_audit == one_audit
+    # And the maintained counters are what a full recount gives.
+    call_command("rebuild_counters", stdout=io.StringIO())
+    assert stored_state()["counters"] == batch_state["counters"]
     # The stream really exercised the rules, not only creates.
     outcomes = {a["result"] for a in one_answers}
     assert {"created", "updated", "unchanged", "stale", "rejected"} <= outcomes
