@@ -54,26 +54,10 @@ def entry(
 
 
 def record(
-    actor: Actor,
-    action: str,
-    object_kind: str,
-    object_id: str,
-    *,
-    before: dict[str, Any] | None = None,
-    after: dict[str, Any] | None = None,
-    reason: str = "",
-    detail: dict[str, Any] | None = None,
+    actor: Actor, action: str, object_kind: str, object_id: str, **fields: Any
 ) -> AuditEntry:
-    """Append one audit entry; call inside the transaction that made the change."""
-    new = entry(
-        actor,
-        action,
-        object_kind,
-        object_id,
-        before=before,
-        after=after,
-        reason=reason,
-        detail=detail,
-    )
+    """Append one audit entry (``fields`` as for ``entry``); call inside the transaction
+    that made the change."""
+    new = entry(actor, action, object_kind, object_id, **fields)
     new.save(force_insert=True)
     return new

@@ -23,17 +23,45 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from django.db import connection, models
+from django.db.models import QuerySet
 
 from . import audit, counters
 from .audit import Actor
-from .mirror import IngestResult
+from .mirror import IngestResult, Outcome
 
 CounterKey = tuple[str, str, dt.datetime]
+K = TypeVar("K")
+S = TypeVar("S")
+R = TypeVar("R", bound=models.Model)
+
+
+@dataclass
+class Decisions(Generic[K, R]):
+    """Where one kind's records left its rows: stored (locked), then changed in memory."""
+
+    stored: dict[K, R]
+    current: dict[K, R]
+    created: list[K] = field(default_factory=list)
+    changed: set[K] = field(default_factory=set)
+
+    @property
+    def new_rows(self) -> list[R]:
+        return [self.current[k] for k in self.created]
+
+    @property
+    def updated_keys(self) -> list[K]:
+        """Stored rows some record changed (a key created in this batch is a new row)."""
+        return sorted(self.changed & self.stored.keys())  # type: ignore[type-var]
+
+    @property
+    def updated_rows(self) -> list[R]:
+        return [self.current[k] for k in self.updated_keys]
 
 
 class Batch:
@@ -47,6 +75,36 @@ class Batch:
 
     def answer(self, index: int, result: IngestResult) -> None:
         self.results[index] = result
+
+    def decide_in_order(
+        self,
+        items: Sequence[tuple[int, S]],
+        stored: dict[K, R],
+        *,
+        key: Callable[[S], K],
+        decide: Callable[[S, R | None], tuple[Outcome, str]],
+        create: Callable[[int, S], R],
+        update: Callable[[int, R, S], None],
+        label: Callable[[S], str],
+    ) -> Decisions[K, R]:
+        """Each record against what the records before it left, as one by one would.
+
+        ``decide`` is the kind's pure storage rule; ``create`` makes the new row
+        and ``update`` applies a newer snapshot to the row, both in memory.
+        """
+        decisions = Decisions(stored, dict(stored))
+        for index, snapshot in items:
+            k = key(snapshot)
+            obj = decisions.current.get(k)
+            outcome, note = decide(snapshot, obj)
+            if outcome == Outcome.CREATED:
+                obj = decisions.current[k] = create(index, snapshot)
+                decisions.created.append(k)
+            elif outcome == Outcome.UPDATED:
+                update(index, obj, snapshot)
+                decisions.changed.add(k)
+            self.answer(index, IngestResult(outcome, label(snapshot), obj, note))
+        return decisions
 
     def count_create(self, kind: str, status: str, created_at: dt.datetime | None) -> None:
         self.deltas[(kind, status, counters.hour_of(created_at))] += 1
@@ -72,6 +130,35 @@ class Batch:
         entries = [audit.entry(self.actor, **change) for _, _, change in sorted(self._audit)]
         write_rows(audit.AuditEntry, entries)
         self._audit.clear()
+
+
+def lock_by_key(queryset: QuerySet[R], key: Sequence[str]) -> dict[Any, R]:
+    """The stored rows of ``queryset``, locked ``FOR UPDATE`` in key order, by key.
+
+    Sorted locking: two feeders whose batches share keys never deadlock.
+    A one-field key maps its value; a longer key maps the tuple.
+    """
+    rows = queryset.select_for_update().order_by(*key)
+    if len(key) == 1:
+        return {getattr(row, key[0]): row for row in rows}
+    return {tuple(getattr(row, k) for k in key): row for row in rows}
+
+
+def link_orphans(model: type[models.Model], *, fk: str, by: str, parents: dict[str, int]) -> None:
+    """Rows that arrived before their parent: set foreign key ``fk`` where it is still
+    empty and column ``by`` names a new parent (``parents``: that value -> parent pk)."""
+    if not parents:
+        return
+    table = connection.ops.quote_name(model._meta.db_table)
+    fk_column = connection.ops.quote_name(model._meta.get_field(fk).column)
+    by_column = connection.ops.quote_name(model._meta.get_field(by).column)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} AS child SET {fk_column} = v.parent_pk "
+            "FROM unnest(%s::text[], %s::bigint[]) AS v(parent_key, parent_pk) "
+            f"WHERE child.{fk_column} IS NULL AND child.{by_column} = v.parent_key",
+            [list(parents), list(parents.values())],
+        )
 
 
 def write_rows(

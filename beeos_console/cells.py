@@ -9,11 +9,13 @@ tags in ``templatetags/console.py`` call the same functions.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
 from html import escape
 from urllib.parse import quote
 
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import Truncator
 
 from .states import STATUS_COLOURS
@@ -86,3 +88,16 @@ class UrlFor:
 
     def __call__(self, value: str) -> str:
         return self.pattern.replace(_SLOT, path_arg(value), 1)
+
+
+def table(headers: Iterable[str], rows: list[str], *, selectable: bool, empty: str) -> SafeString:
+    """A list's ``<table>`` around its built rows; ``selectable`` adds the checkbox column."""
+    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
+    if selectable:
+        head = '<th><span class="visually-hidden">Select</span></th>' + head
+    body = rows or [f'<tr><td colspan="10" class="muted">{escape(empty)}</td></tr>']
+    return mark_safe(
+        f'<table class="list">\n  <thead><tr>{head}</tr></thead>\n  <tbody>\n    '
+        + "\n    ".join(body)
+        + "\n  </tbody>\n</table>\n"
+    )

@@ -14,7 +14,7 @@ from html import escape
 from urllib.parse import quote
 
 from django.utils import timezone
-from django.utils.safestring import SafeString, mark_safe
+from django.utils.safestring import SafeString
 
 from beeos_console import cells
 
@@ -36,19 +36,10 @@ EMPTY = "No runtime operations match these filters."
 
 def operation_table(rows: Iterable[RuntimeOperation], *, selectable: bool) -> SafeString:
     """The list's ``<table>``; ``selectable`` adds the bulk-cancel checkbox column."""
-    head = "".join(f"<th>{escape(h)}</th>" for h in HEADERS)
-    if selectable:
-        head = '<th><span class="visually-hidden">Select</span></th>' + head
     detail_url = cells.UrlFor("operations:detail")
     now = timezone.now()
     body = [operation_row(op, detail_url, now, selectable=selectable) for op in rows]
-    if not body:
-        body = [f'<tr><td colspan="10" class="muted">{EMPTY}</td></tr>']
-    return mark_safe(
-        f'<table class="list">\n  <thead><tr>{head}</tr></thead>\n  <tbody>\n'
-        + "\n".join(body)
-        + "\n  </tbody>\n</table>\n"
-    )
+    return cells.table(HEADERS, body, selectable=selectable, empty=EMPTY)
 
 
 def operation_row(
@@ -94,4 +85,4 @@ def operation_row(
         f"<code>{escape(cells.truncate(instance, 14))}</code></a></td>"
     )
     cols.append(f"<td>{cells.age(op.created_at, now)}</td>")
-    return "    <tr>" + "".join(cols) + "</tr>"
+    return "<tr>" + "".join(cols) + "</tr>"

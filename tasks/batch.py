@@ -8,15 +8,23 @@ per table, whatever the number of records.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from django.db import connection
 from django.db.models import F
 from django.db.models.fields.tuple_lookups import Tuple, TupleIn
 
 from beeos_console import counters
-from beeos_console.batch import Batch, insert_rows, upsert_by_pk, write_rows
-from beeos_console.mirror import IngestResult, Outcome, digest
+from beeos_console.batch import (
+    Batch,
+    insert_rows,
+    link_orphans,
+    lock_by_key,
+    upsert_by_pk,
+    write_rows,
+)
+from beeos_console.mirror import digest
+from beeos_console.states import Projection
 
 from . import states
 from .models import Artifact, Message, Task
@@ -34,52 +42,69 @@ from .services import (
 TaskKey = tuple[str, str]
 
 
+@dataclass(slots=True)
+class Prepared:
+    """A task snapshot with its projection and digest, computed once."""
+
+    snapshot: TaskSnapshot
+    projection: Projection
+    digest: str
+
+    @classmethod
+    def of(cls, snapshot: TaskSnapshot) -> Prepared:
+        return cls(
+            snapshot,
+            states.project(snapshot.protocol, snapshot.raw_state),
+            digest(snapshot.payload),
+        )
+
+
 def write_tasks(batch: Batch, items: Sequence[tuple[int, TaskSnapshot]]) -> None:
     """Task snapshots (OpenAPI, product, A2A) in record order."""
     if not items:
         return
     keys = sorted({(s.protocol, s.task_id) for _, s in items})
-    stored: dict[TaskKey, Task] = {
-        (t.protocol, t.task_id): t
-        for t in Task.objects.select_for_update()
-        .filter(TupleIn(Tuple(F("protocol"), F("task_id")), keys))
-        .order_by("protocol", "task_id")
-    }
+    stored: dict[TaskKey, Task] = lock_by_key(
+        Task.objects.filter(TupleIn(Tuple(F("protocol"), F("task_id")), keys)),
+        ["protocol", "task_id"],
+    )
     counted_before = {key: (t.status, t.created_at) for key, t in stored.items()}
-    current: dict[TaskKey, Task] = dict(stored)
-    created: list[TaskKey] = []
-    changed: set[TaskKey] = set()
     history: dict[str, dict[str, Any]] = {}
     artifacts: dict[tuple[int, str], tuple[Task, dict[str, Any]]] = {}
-    for index, snapshot in items:
-        key = (snapshot.protocol, snapshot.task_id)
-        projection = states.project(snapshot.protocol, snapshot.raw_state)
-        payload_digest = digest(snapshot.payload)
-        task = current.get(key)
-        outcome, note = decide_task(snapshot, projection, payload_digest, task)
-        if outcome == Outcome.CREATED:
-            task = current[key] = new_task(snapshot, projection, payload_digest)
-            created.append(key)
-        elif outcome == Outcome.UPDATED:
-            batch.audit_change(index, apply_task(task, snapshot, projection, payload_digest))
-            changed.add(key)
-        batch.answer(index, IngestResult(outcome, snapshot.task_id, task, note))
-        if outcome in (Outcome.CREATED, Outcome.UPDATED):
-            # Children take the task's fields as they are at this record.
-            for message_id, values in a2a_history_values(task, snapshot):
-                history[message_id] = values
-            for artifact_id, values in artifact_values(snapshot):
-                artifacts[(id(task), artifact_id)] = (task, values)
 
-    new_rows = [current[key] for key in created]
+    def children(task: Task, snapshot: TaskSnapshot) -> None:
+        # Children take the task's fields as they are at this record.
+        for message_id, values in a2a_history_values(task, snapshot):
+            history[message_id] = values
+        for artifact_id, values in artifact_values(snapshot):
+            artifacts[(id(task), artifact_id)] = (task, values)
+
+    def create(index: int, p: Prepared) -> Task:
+        task = new_task(p.snapshot, p.projection, p.digest)
+        children(task, p.snapshot)
+        return task
+
+    def update(index: int, task: Task, p: Prepared) -> None:
+        batch.audit_change(index, apply_task(task, p.snapshot, p.projection, p.digest))
+        children(task, p.snapshot)
+
+    tasks = batch.decide_in_order(
+        [(index, Prepared.of(snapshot)) for index, snapshot in items],
+        stored,
+        key=lambda p: (p.snapshot.protocol, p.snapshot.task_id),
+        decide=lambda p, task: decide_task(p.snapshot, p.projection, p.digest, task),
+        create=create,
+        update=update,
+        label=lambda p: p.snapshot.task_id,
+    )
+    new_rows = tasks.new_rows
     # A key another writer added meanwhile fails the statement, and so the batch.
     insert_rows(Task, new_rows, key=["protocol", "task_id"])
-    updated_rows = [current[key] for key in changed if key in stored]
-    upsert_by_pk(Task, updated_rows, keep=["first_seen_at"])
+    upsert_by_pk(Task, tasks.updated_rows, keep=["first_seen_at"])
     for task in new_rows:
         batch.count_create(counters.TASK, task.status, task.created_at)
-    for key in changed & stored.keys():
-        task = current[key]
+    for key in tasks.updated_keys:
+        task = tasks.current[key]
         batch.count_change(counters.TASK, counted_before[key], (task.status, task.created_at))
     _refile_early_messages(new_rows)
     _write_children(history, artifacts)
@@ -91,16 +116,7 @@ def _refile_early_messages(new_rows: list[Task]) -> None:
     for task in new_rows:
         if task.channel_id:
             first_by_channel.setdefault(task.channel_id, task.pk)
-    if not first_by_channel:
-        return
-    table = Message._meta.db_table
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {table} AS m SET task_id = v.task_pk "
-            "FROM unnest(%s::text[], %s::bigint[]) AS v(channel_id, task_pk) "
-            "WHERE m.task_id IS NULL AND m.conversation_id = v.channel_id",
-            [list(first_by_channel), list(first_by_channel.values())],
-        )
+    link_orphans(Message, fk="task", by="conversation_id", parents=first_by_channel)
 
 
 def _write_children(
@@ -137,31 +153,30 @@ def write_messages(batch: Batch, items: Sequence[tuple[int, MessageSnapshot]]) -
     if not items:
         return
     ids = sorted({s.message_id for _, s in items})
-    stored: dict[str, Message] = {
-        m.message_id: m
-        for m in Message.objects.select_for_update()
-        .filter(source=Message.Source.ENVELOPE, message_id__in=ids)
-        .order_by("message_id")
-    }
-    current: dict[str, Message] = dict(stored)
-    created: list[str] = []
-    changed: set[str] = set()
-    for index, snapshot in items:
-        message = current.get(snapshot.message_id)
-        outcome, note = decide_message(snapshot, message)
-        if outcome == Outcome.CREATED:
-            message = current[snapshot.message_id] = Message(
-                source=Message.Source.ENVELOPE, message_id=snapshot.message_id, **snapshot.values
-            )
-            created.append(snapshot.message_id)
-        elif outcome == Outcome.UPDATED:
-            for name, value in snapshot.values.items():
-                setattr(message, name, value)
-            changed.add(snapshot.message_id)
-        batch.answer(index, IngestResult(outcome, snapshot.message_id, message, note))
+    stored: dict[str, Message] = lock_by_key(
+        Message.objects.filter(source=Message.Source.ENVELOPE, message_id__in=ids),
+        ["message_id"],
+    )
 
-    new_rows = [current[i] for i in created]
-    updated_rows = [current[i] for i in sorted(changed) if i in stored]
+    def create(index: int, snapshot: MessageSnapshot) -> Message:
+        return Message(
+            source=Message.Source.ENVELOPE, message_id=snapshot.message_id, **snapshot.values
+        )
+
+    def update(index: int, message: Message, snapshot: MessageSnapshot) -> None:
+        for name, value in snapshot.values.items():
+            setattr(message, name, value)
+
+    messages = batch.decide_in_order(
+        items,
+        stored,
+        key=lambda s: s.message_id,
+        decide=decide_message,
+        create=create,
+        update=update,
+        label=lambda s: s.message_id,
+    )
+    new_rows, updated_rows = messages.new_rows, messages.updated_rows
     written = new_rows + updated_rows
     task_of = _task_by_channel({m.conversation_id for m in written if m.conversation_id})
     for message in written:

@@ -45,17 +45,8 @@ class TaskRows:
     cancel_url: cells.UrlFor = field(default_factory=lambda: cells.UrlFor("tasks:cancel"))
 
     def table(self, rows: Iterable[Task]) -> SafeString:
-        head = "".join(f"<th>{escape(h)}</th>" for h in HEADERS)
-        if self.selectable:
-            head = '<th><span class="visually-hidden">Select</span></th>' + head
-        body = [f"    {self.row(task)}" for task in rows]
-        if not body:
-            body = [f'    <tr><td colspan="10" class="muted">{EMPTY}</td></tr>']
-        return mark_safe(
-            f'<table class="list">\n  <thead><tr>{head}</tr></thead>\n  <tbody>\n'
-            + "\n".join(body)
-            + "\n  </tbody>\n</table>\n"
-        )
+        body = [self.row(task) for task in rows]
+        return cells.table(HEADERS, body, selectable=self.selectable, empty=EMPTY)
 
     def row(self, task: Task, *, extra_attrs: str = "") -> SafeString:
         """One ``<tr>``; ``extra_attrs`` is trusted markup (e.g. an htmx out-of-band swap)."""
