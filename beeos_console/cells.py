@@ -92,10 +92,12 @@ class UrlFor:
 
 def table(headers: Iterable[str], rows: list[str], *, selectable: bool, empty: str) -> SafeString:
     """A list's ``<table>`` around its built rows; ``selectable`` adds the checkbox column."""
+    headers = list(headers)
     head = "".join(f"<th>{escape(h)}</th>" for h in headers)
     if selectable:
         head = '<th><span class="visually-hidden">Select</span></th>' + head
-    body = rows or [f'<tr><td colspan="10" class="muted">{escape(empty)}</td></tr>']
+    width = len(headers) + selectable
+    body = rows or [f'<tr><td colspan="{width}" class="muted">{escape(empty)}</td></tr>']
     return mark_safe(
         f'<table class="list">\n  <thead><tr>{head}</tr></thead>\n  <tbody>\n    '
         + "\n    ".join(body)

@@ -293,7 +293,12 @@ def main() -> None:
     results = [
         timed("new", client, key, batches),
         timed("duplicate", client, key, batches[:r]),
-        timed("update", client, key, [feed.update_batch(2 * b) for b in range(r // 2)]),
+        timed(
+            "update",
+            client,
+            key,
+            [feed.update_batch(2 * b) for b in range(min(r, args.batches // 2))],
+        ),
         timed("stale", client, key, batches[:r]),
     ]
     results.append(webhooks(client, feed, args.webhooks))

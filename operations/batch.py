@@ -9,11 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from decimal import Decimal
 
-from django.db.models import F
-from django.db.models.fields.tuple_lookups import Tuple, TupleIn
-
 from beeos_console import counters
-from beeos_console.batch import Batch, insert_rows, link_orphans, lock_by_key, upsert_by_pk
+from beeos_console.batch import Batch, in_keys, insert_rows, link_orphans, lock_by_key, upsert_by_pk
 
 from .models import RuntimeOperation, RuntimeOperationEvent
 from .services import (
@@ -76,7 +73,7 @@ def write_events(batch: Batch, items: Sequence[tuple[int, EventSnapshot]]) -> No
     stored: dict[tuple[str, Decimal], RuntimeOperationEvent] = {
         (e.operation_id_raw, e.event_id): e
         for e in RuntimeOperationEvent.objects.filter(
-            TupleIn(Tuple(F("operation_id_raw"), F("event_id")), keys)
+            in_keys(RuntimeOperationEvent, ["operation_id_raw", "event_id"], keys)
         )
     }
     events = batch.decide_in_order(

@@ -11,12 +11,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import F
-from django.db.models.fields.tuple_lookups import Tuple, TupleIn
-
 from beeos_console import counters
 from beeos_console.batch import (
     Batch,
+    in_keys,
     insert_rows,
     link_orphans,
     lock_by_key,
@@ -65,7 +63,7 @@ def write_tasks(batch: Batch, items: Sequence[tuple[int, TaskSnapshot]]) -> None
         return
     keys = sorted({(s.protocol, s.task_id) for _, s in items})
     stored: dict[TaskKey, Task] = lock_by_key(
-        Task.objects.filter(TupleIn(Tuple(F("protocol"), F("task_id")), keys)),
+        Task.objects.filter(in_keys(Task, ["protocol", "task_id"], keys)),
         ["protocol", "task_id"],
     )
     counted_before = {key: (t.status, t.created_at) for key, t in stored.items()}

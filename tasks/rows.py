@@ -1,4 +1,4 @@
-"""The task list table, rendered in Python (see ``operations/rows.py`` for why).
+"""The task and message list tables, rendered in Python (see ``operations/rows.py``).
 
 ``TaskRows.row`` also builds the row that replaces a list row in place after
 an inline cancel (``cancel_views.cancel_task_view``), so the list and the
@@ -18,7 +18,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from beeos_console import cells
 
-from .models import Task
+from .models import Message, Task
 
 HEADERS = (
     "Task",
@@ -92,3 +92,50 @@ class TaskRows:
             )
         cols.append(f"<td>{cells.age(task.updated_at, self.now)}{cancel}</td>")
         return "".join(cols)
+
+
+MESSAGE_HEADERS = (
+    "Message",
+    "Type",
+    "State",
+    "Stop reason",
+    "Status",
+    "Sender",
+    "Task",
+    "Body",
+    "Created",
+)
+NO_MESSAGES = "No messages match these filters."
+
+
+def message_table(rows: Iterable[Message]) -> SafeString:
+    """The message list: raw envelope state and stop reason beside the status."""
+    detail_url = cells.UrlFor("tasks:detail")
+    now = timezone.now()
+    body = [message_row(m, detail_url, now) for m in rows]
+    return cells.table(MESSAGE_HEADERS, body, selectable=False, empty=NO_MESSAGES)
+
+
+def message_row(m: Message, detail_url: cells.UrlFor, now: dt.datetime) -> str:
+    task = m.task
+    if task is not None:
+        href = f"{detail_url(task.task_id)}?protocol={task.protocol}#m-{m.pk}"
+        task_cell = (
+            f'<a href="{escape(href)}"><code>{escape(cells.truncate(task.task_id, 24))}</code></a>'
+        )
+    else:
+        task_cell = (
+            f'<span class="muted" title="conversation {escape(m.conversation_id)}">'
+            "not mirrored</span>"
+        )
+    return (
+        f"<tr><td><code>{escape(cells.truncate(m.message_id, 24))}</code></td>"
+        f"<td><code>{escape(m.type)}</code></td>"
+        f"<td>{cells.raw(m.state)}</td>"
+        f"<td>{cells.raw(m.stop_reason)}</td>"
+        f"<td>{cells.badge(m.status)}</td>"
+        f"<td><code>{escape(cells.truncate(m.sender, 20))}</code></td>"
+        f"<td>{task_cell}</td>"
+        f'<td class="body-cell">{escape(cells.truncate(m.body, 80))}</td>'
+        f"<td>{cells.age(m.created_at, now)}</td></tr>"
+    )

@@ -15,7 +15,7 @@ from beeos_console.permissions import RoleRequiredMixin, role_required
 from . import selectors, services, states
 from .filters import TASK_SORTS, MessageFilterSet, TaskFilterSet
 from .models import Message, Task
-from .rows import TaskRows
+from .rows import TaskRows, message_table
 
 TIMELINE_PAGE = 100
 TRAIL_ROWS = 50
@@ -37,7 +37,6 @@ class TaskListView(RoleRequiredMixin, KeysetListView):
 
 class MessageListView(RoleRequiredMixin, KeysetListView):
     filterset_class = MessageFilterSet
-    rows_template = "tasks/_message_rows.html"
     title = "Messages"
     open_filters = ("state",)
 
@@ -45,6 +44,9 @@ class MessageListView(RoleRequiredMixin, KeysetListView):
         return Message.objects.select_related("task").defer(
             "raw_payload", "parts", "content", "task__raw_payload", "task__result"
         )
+
+    def render_rows(self, rows: list[Message]) -> str:
+        return message_table(rows)
 
 
 @role_required(roles.SUPPORT)

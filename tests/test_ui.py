@@ -380,6 +380,19 @@ def test_messages_filters(support):
     assert "cut off" in html and "fine" in html
 
 
+def test_message_rows_link_to_their_place_in_the_task_timeline(support):
+    task = make_task("running", task_id="tsk_with/slash")
+    filed = make_message(task, body="x" * 100)
+    orphan = make_message(task, conversation_id="conv_nobody")
+    html = support.get("/messages/").content.decode()
+    href = f"/tasks/tsk_with/slash/?protocol=openapi#m-{filed.pk}"
+    assert f'href="{href}"' in html
+    assert support.get(href.split("#")[0]).context["task"] == task
+    assert f'<td class="body-cell">{"x" * 79}…</td>' in html
+    row = re.search(rf"<tr><td><code>{orphan.message_id}</code>.*?</tr>", html).group(0)
+    assert 'title="conversation conv_nobody">not mirrored<' in row
+
+
 def test_dashboard_counts_and_attention(support):
     now = timezone.now()
     make_task("running", now=now, minutes_ago=300)
