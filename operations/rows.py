@@ -32,6 +32,25 @@ HEADERS = (
     "Age",
 )
 EMPTY = "No runtime operations match these filters."
+# The columns the table reads (and the sorts page on): the list loads only these.
+COLUMNS = (
+    "operation_id",
+    "method",
+    "status",
+    "reason",
+    "outcome_certainty",
+    "retry_policy",
+    "raw_status",
+    "effect_state",
+    "projection_state",
+    "error_code",
+    "error_retry_mode",
+    "instance_id",
+    "cancel_requested_at",
+    "cancel_requested_by",
+    "created_at",
+    "updated_at",
+)
 
 
 def operation_table(rows: Iterable[RuntimeOperation], *, selectable: bool) -> SafeString:

@@ -15,7 +15,7 @@ from beeos_console.permissions import RoleRequiredMixin, role_required
 from . import states
 from .filters import OPERATION_SORTS, RuntimeOperationFilterSet
 from .models import RuntimeOperation
-from .rows import operation_table
+from .rows import COLUMNS, operation_table
 from .services import project_operation_row
 
 EVENT_ROWS = 500
@@ -29,7 +29,7 @@ class OperationListView(RoleRequiredMixin, KeysetListView):
     bulk_kind = "operation"
 
     def get_queryset(self) -> QuerySet:
-        return RuntimeOperation.objects.defer("raw_payload", "result", "error_context", "progress")
+        return RuntimeOperation.objects.only(*COLUMNS)
 
     def render_rows(self, rows: list[RuntimeOperation]) -> str:
         selectable = roles.has_role(self.request.user, roles.OPERATOR)

@@ -32,6 +32,19 @@ HEADERS = (
     "Updated",
 )
 EMPTY = "No tasks match these filters."
+# The columns the table reads (and the sorts page on): the list loads only these.
+COLUMNS = (
+    "task_id",
+    "protocol",
+    "status",
+    "reason",
+    "outcome_certainty",
+    "retry_policy",
+    "raw_state",
+    "agent_id",
+    "created_at",
+    "updated_at",
+)
 
 
 @dataclass
@@ -106,6 +119,19 @@ MESSAGE_HEADERS = (
     "Created",
 )
 NO_MESSAGES = "No messages match these filters."
+MESSAGE_COLUMNS = (
+    "message_id",
+    "type",
+    "state",
+    "stop_reason",
+    "status",
+    "sender",
+    "conversation_id",
+    "body",
+    "created_at",
+    "task__task_id",
+    "task__protocol",
+)
 
 
 def message_table(rows: Iterable[Message]) -> SafeString:

@@ -15,7 +15,7 @@ from beeos_console.permissions import RoleRequiredMixin, role_required
 from . import selectors, services, states
 from .filters import TASK_SORTS, MessageFilterSet, TaskFilterSet
 from .models import Message, Task
-from .rows import TaskRows, message_table
+from .rows import COLUMNS, MESSAGE_COLUMNS, TaskRows, message_table
 
 TIMELINE_PAGE = 100
 TRAIL_ROWS = 50
@@ -28,7 +28,7 @@ class TaskListView(RoleRequiredMixin, KeysetListView):
     bulk_kind = "task"
 
     def get_queryset(self) -> QuerySet:
-        return Task.objects.defer("raw_payload", "result", "metadata", "error")
+        return Task.objects.only(*COLUMNS)
 
     def render_rows(self, rows: list[Task]) -> str:
         operator = roles.has_role(self.request.user, roles.OPERATOR)
@@ -41,9 +41,7 @@ class MessageListView(RoleRequiredMixin, KeysetListView):
     open_filters = ("state",)
 
     def get_queryset(self) -> QuerySet:
-        return Message.objects.select_related("task").defer(
-            "raw_payload", "parts", "content", "task__raw_payload", "task__result"
-        )
+        return Message.objects.select_related("task").only(*MESSAGE_COLUMNS)
 
     def render_rows(self, rows: list[Message]) -> str:
         return message_table(rows)
