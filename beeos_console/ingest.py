@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError, connection, transaction
 from drf_spectacular.utils import OpenApiExample, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.parsers import BaseParser
@@ -112,6 +112,10 @@ def ingest_record(index: int, record: Any, actor: Actor) -> dict[str, Any]:
 
 def ingest_records(records: list[Any], actor: Actor) -> list[dict[str, Any]]:
     """Every record's result, in order: validated one by one, written set-based."""
+    if connection.vendor != "postgresql":
+        # The set-based statements are PostgreSQL's (jsonb, unnest, DISTINCT ON):
+        # the SQLite demo database takes the records one by one.
+        return [ingest_record(index, record, actor) for index, record in enumerate(records)]
     answers: list[dict[str, Any] | None] = [None] * len(records)
     valid: dict[str, list[tuple[int, Any]]] = {kind: [] for kind in PARSERS}
     for index, record in enumerate(records):
