@@ -8,7 +8,6 @@ per table, whatever the number of records.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from beeos_console import counters
@@ -21,10 +20,7 @@ from beeos_console.batch import (
     upsert_by_pk,
     write_rows,
 )
-from beeos_console.mirror import digest
-from beeos_console.states import Projection
 
-from . import states
 from .models import Artifact, Message, Task
 from .services import (
     MessageSnapshot,
@@ -38,23 +34,6 @@ from .services import (
 )
 
 TaskKey = tuple[str, str]
-
-
-@dataclass(slots=True)
-class Prepared:
-    """A task snapshot with its projection and digest, computed once."""
-
-    snapshot: TaskSnapshot
-    projection: Projection
-    digest: str
-
-    @classmethod
-    def of(cls, snapshot: TaskSnapshot) -> Prepared:
-        return cls(
-            snapshot,
-            states.project(snapshot.protocol, snapshot.raw_state),
-            digest(snapshot.payload),
-        )
 
 
 def write_tasks(batch: Batch, items: Sequence[tuple[int, TaskSnapshot]]) -> None:
@@ -77,23 +56,23 @@ def write_tasks(batch: Batch, items: Sequence[tuple[int, TaskSnapshot]]) -> None
         for artifact_id, values in artifact_values(snapshot):
             artifacts[(id(task), artifact_id)] = (task, values)
 
-    def create(index: int, p: Prepared) -> Task:
-        task = new_task(p.snapshot, p.projection, p.digest)
-        children(task, p.snapshot)
+    def create(index: int, snapshot: TaskSnapshot) -> Task:
+        task = new_task(snapshot)
+        children(task, snapshot)
         return task
 
-    def update(index: int, task: Task, p: Prepared) -> None:
-        batch.audit_change(index, apply_task(task, p.snapshot, p.projection, p.digest))
-        children(task, p.snapshot)
+    def update(index: int, task: Task, snapshot: TaskSnapshot) -> None:
+        batch.audit_change(index, apply_task(task, snapshot))
+        children(task, snapshot)
 
     tasks = batch.decide_in_order(
-        [(index, Prepared.of(snapshot)) for index, snapshot in items],
+        items,
         stored,
-        key=lambda p: (p.snapshot.protocol, p.snapshot.task_id),
-        decide=lambda p, task: decide_task(p.snapshot, p.projection, p.digest, task),
+        key=lambda s: (s.protocol, s.task_id),
+        decide=decide_task,
         create=create,
         update=update,
-        label=lambda p: p.snapshot.task_id,
+        label=lambda s: s.task_id,
     )
     new_rows = tasks.new_rows
     # A key another writer added meanwhile fails the statement, and so the batch.

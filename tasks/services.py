@@ -11,7 +11,7 @@ change of product status is audited with the writer as actor.
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import transaction
@@ -55,6 +55,13 @@ class TaskSnapshot:
     payload: dict[str, Any]
     history: list[dict[str, Any]] | None = None
     artifacts: list[dict[str, Any]] | None = None
+    # Derived once, for whichever write path takes the snapshot.
+    projection: Projection = field(init=False)
+    payload_digest: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.projection = states.project(self.protocol, self.raw_state)
+        self.payload_digest = digest(self.payload)
 
 
 # --- parsing (edge validation) --------------------------------------------
@@ -172,12 +179,7 @@ def _state_summary(task: Task) -> dict[str, Any]:
 
 
 def decide_task(
-    snapshot: TaskSnapshot,
-    projection: Projection,
-    payload_digest: str,
-    task: Task | None,
-    *,
-    authoritative: bool = False,
+    snapshot: TaskSnapshot, task: Task | None, *, authoritative: bool = False
 ) -> tuple[Outcome, str]:
     """What the storage rules make of ``snapshot`` against the stored ``task``.
 
@@ -185,8 +187,9 @@ def decide_task(
     """
     if task is None:
         return Outcome.CREATED, ""
-    if task.payload_digest == payload_digest:
+    if task.payload_digest == snapshot.payload_digest:
         return Outcome.UNCHANGED, ""
+    projection = snapshot.projection
     stored = states.project(task.protocol, task.raw_state)
     if not authoritative and is_older(snapshot.updated_at, task.updated_at):
         return Outcome.STALE, "older than the stored snapshot"
@@ -198,7 +201,7 @@ def decide_task(
     return Outcome.UPDATED, ""
 
 
-def new_task(snapshot: TaskSnapshot, projection: Projection, payload_digest: str) -> Task:
+def new_task(snapshot: TaskSnapshot) -> Task:
     """The unsaved row a first snapshot makes."""
     fields = dict(snapshot.fields)
     if fields.get("created_at") is None:
@@ -211,15 +214,13 @@ def new_task(snapshot: TaskSnapshot, projection: Projection, payload_digest: str
         task_id=snapshot.task_id,
         raw_state=snapshot.raw_state,
         raw_payload=snapshot.payload,
-        payload_digest=payload_digest,
+        payload_digest=snapshot.payload_digest,
         **fields,
-        **projection.as_fields(),
+        **snapshot.projection.as_fields(),
     )
 
 
-def apply_task(
-    task: Task, snapshot: TaskSnapshot, projection: Projection, payload_digest: str
-) -> dict[str, Any] | None:
+def apply_task(task: Task, snapshot: TaskSnapshot) -> dict[str, Any] | None:
     """Overwrite ``task`` in memory with a newer snapshot.
 
     Returns the audit entry's arguments when the state changed, else None.
@@ -230,10 +231,10 @@ def apply_task(
             continue
         setattr(task, name, value)
     task.raw_state = snapshot.raw_state
-    for name, value in projection.as_fields().items():
+    for name, value in snapshot.projection.as_fields().items():
         setattr(task, name, value)
     task.raw_payload = snapshot.payload
-    task.payload_digest = payload_digest
+    task.payload_digest = snapshot.payload_digest
     if task.updated_at is None:
         task.updated_at = task.created_at
     after = _state_summary(task)
@@ -245,7 +246,7 @@ def apply_task(
         "object_id": task.task_id,
         "before": before,
         "after": after,
-        "detail": {"protocol": task.protocol, "rule": projection.rule},
+        "detail": {"protocol": task.protocol, "rule": snapshot.projection.rule},
     }
 
 
@@ -258,23 +259,19 @@ def write_task(
     is truth"), so it wins over timestamps from webhooks; a terminal state
     still never goes back.
     """
-    projection = states.project(snapshot.protocol, snapshot.raw_state)
-    payload_digest = digest(snapshot.payload)
     with transaction.atomic():
         task = (
             Task.objects.select_for_update()
             .filter(protocol=snapshot.protocol, task_id=snapshot.task_id)
             .first()
         )
-        outcome, note = decide_task(
-            snapshot, projection, payload_digest, task, authoritative=authoritative
-        )
+        outcome, note = decide_task(snapshot, task, authoritative=authoritative)
         if outcome == Outcome.CREATED:
-            return _create_task(snapshot, projection, payload_digest)
+            return _create_task(snapshot)
         if outcome != Outcome.UPDATED:
             return IngestResult(outcome, task.task_id, task, note)
         counted_before = (task.status, task.created_at)
-        change = apply_task(task, snapshot, projection, payload_digest)
+        change = apply_task(task, snapshot)
         task.save()
         counters.on_change(counters.TASK, counted_before, (task.status, task.created_at))
         _write_a2a_children(task, snapshot)
@@ -283,10 +280,8 @@ def write_task(
         return IngestResult(Outcome.UPDATED, task.task_id, task)
 
 
-def _create_task(
-    snapshot: TaskSnapshot, projection: Projection, payload_digest: str
-) -> IngestResult:
-    task = new_task(snapshot, projection, payload_digest)
+def _create_task(snapshot: TaskSnapshot) -> IngestResult:
+    task = new_task(snapshot)
     task.save(force_insert=True)
     counters.on_create(counters.TASK, task.status, task.created_at)
     if task.channel_id:
