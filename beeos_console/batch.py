@@ -36,7 +36,6 @@ from . import audit, counters
 from .audit import Actor
 from .mirror import IngestResult, Outcome
 
-CounterKey = tuple[str, str, dt.datetime]
 K = TypeVar("K")
 S = TypeVar("S")
 R = TypeVar("R", bound=models.Model)
@@ -71,7 +70,7 @@ class Batch:
     def __init__(self, actor: Actor) -> None:
         self.actor = actor
         self.results: dict[int, IngestResult] = {}
-        self.deltas: Counter[CounterKey] = Counter()
+        self.deltas: Counter[counters.CounterKey] = Counter()
         self._audit: list[tuple[int, int, dict[str, Any]]] = []
 
     def answer(self, index: int, result: IngestResult) -> None:
@@ -108,7 +107,7 @@ class Batch:
         return decisions
 
     def count_create(self, kind: str, status: str, created_at: dt.datetime | None) -> None:
-        self.deltas[(kind, status, counters.hour_of(created_at))] += 1
+        self.deltas[counters.key_of(kind, status, created_at)] += 1
 
     def count_change(
         self,
@@ -116,8 +115,7 @@ class Batch:
         old: tuple[str, dt.datetime | None],
         new: tuple[str, dt.datetime | None],
     ) -> None:
-        self.deltas[(kind, old[0], counters.hour_of(old[1]))] -= 1
-        self.deltas[(kind, new[0], counters.hour_of(new[1]))] += 1
+        self.deltas.update(counters.change_deltas(kind, old, new))
 
     def audit_change(self, index: int, change: dict[str, Any] | None) -> None:
         """Keep a state change's audit entry; entries are written in record order."""

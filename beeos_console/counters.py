@@ -22,6 +22,8 @@ OPERATION = "operation"
 # Operations by raw status too: the dashboard's "needs attention" chart.
 OPERATION_RAW = "operation_raw"
 
+CounterKey = tuple[str, str, dt.datetime]  # (kind, status, hour)
+
 
 def hour_of(value: dt.datetime | None) -> dt.datetime:
     value = value or dt.datetime.now(dt.UTC)
@@ -39,7 +41,7 @@ def bump(kind: str, status: str, hour: dt.datetime, delta: int) -> None:
         cursor.execute(sql, [kind, status, hour, delta])
 
 
-def bump_many(deltas: Mapping[tuple[str, str, dt.datetime], int]) -> None:
+def bump_many(deltas: Mapping[CounterKey, int]) -> None:
     """Add many summed deltas in one upsert, in key order (no deadlock between writers)."""
     rows = sorted((key, delta) for key, delta in deltas.items() if delta)
     if not rows:
@@ -57,8 +59,23 @@ def bump_many(deltas: Mapping[tuple[str, str, dt.datetime], int]) -> None:
         cursor.execute(sql, params)
 
 
+def key_of(kind: str, status: str, created_at: dt.datetime | None) -> CounterKey:
+    """The counter a row is counted under."""
+    return (kind, status, hour_of(created_at))
+
+
+def change_deltas(
+    kind: str,
+    old: tuple[str, dt.datetime | None],
+    new: tuple[str, dt.datetime | None],
+) -> dict[CounterKey, int]:
+    """Moving one row from (old status, created_at) to (new …); empty if it did not move."""
+    old_key, new_key = key_of(kind, *old), key_of(kind, *new)
+    return {} if old_key == new_key else {old_key: -1, new_key: 1}
+
+
 def on_create(kind: str, status: str, created_at: dt.datetime | None) -> None:
-    bump(kind, status, hour_of(created_at), 1)
+    bump(*key_of(kind, status, created_at), 1)
 
 
 def on_change(
@@ -67,10 +84,7 @@ def on_change(
     new: tuple[str, dt.datetime | None],
 ) -> None:
     """Move one row from (old status, old hour) to (new status, new hour) if it moved."""
-    old_key = (old[0], hour_of(old[1]))
-    new_key = (new[0], hour_of(new[1]))
-    if old_key != new_key:
-        bump_many({(kind, *old_key): -1, (kind, *new_key): 1})  # one round trip
+    bump_many(change_deltas(kind, old, new))  # one round trip, none if it did not move
 
 
 def totals(kind: str, since: dt.datetime | None = None) -> dict[str, int]:
