@@ -138,7 +138,7 @@ def in_keys(model: type[models.Model], key: Sequence[str], values: Iterable[tupl
     arrays = [list(column) for column in zip(*values, strict=True)] or [[] for _ in key]
     table = connection.ops.quote_name(model._meta.db_table)
     names = ", ".join(connection.ops.quote_name(c.column) for c in columns)
-    unnest = ", ".join(f"%s::{c.db_type(connection).split('(')[0]}[]" for c in columns)
+    unnest = ", ".join(f"%s::{_cast_type(c)}[]" for c in columns)
     return Q(
         pk__in=RawSQL(
             f"SELECT id FROM {table} WHERE ({names}) IN (SELECT * FROM unnest({unnest}))",
@@ -209,9 +209,7 @@ def write_rows(
         if f.get_internal_type() == "JSONField":
             selects.append(f"r->'{f.column}'")
         else:
-            base_type = (f.target_field if f.is_relation else f).db_type(connection)
-            base_type = base_type.split("(")[0].replace("serial", "integer")
-            selects.append(f"(r->>'{f.column}')::{base_type}")
+            selects.append(f"(r->>'{f.column}')::{_cast_type(f)}")
     rows = []
     for obj in objs:
         row = {}
@@ -239,6 +237,12 @@ def write_rows(
     with connection.cursor() as cursor:
         cursor.execute(sql, [json.dumps(rows, default=_wire_value)])
         return cursor.fetchall() if returning else []
+
+
+def _cast_type(f: models.Field) -> str:
+    """The column's type without its modifiers (``varchar``, not ``varchar(256)``):
+    a cast to the bare type never truncates; the column itself still checks."""
+    return (f.target_field if f.is_relation else f).db_type(connection).split("(")[0]
 
 
 def _wire_value(value: Any) -> Any:
