@@ -77,6 +77,14 @@ def path_arg(value: str) -> str:
     return quote(value, safe=_PATH_SAFE)
 
 
+def filter_link(param: str, value: str, *, title: str, length: int) -> str:
+    """The value, shortened, as a link to this list filtered on it (``?param=value``)."""
+    return (
+        f'<a href="?{escape(param)}={escape(quote(value, safe="/"))}" title="{escape(title)}">'
+        f"<code>{escape(truncate(value, length))}</code></a>"
+    )
+
+
 class UrlFor:
     """``reverse(name, args=[value])`` for many values at the cost of one ``reverse``.
 

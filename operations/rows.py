@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable
 from html import escape
-from urllib.parse import quote
 
 from django.utils import timezone
 from django.utils.safestring import SafeString
@@ -97,11 +96,9 @@ def operation_row(
         cols.append('<td><span class="muted">—</span></td>')
     uncertain = "<br><strong>uncertain</strong>" if op.outcome_certainty == "uncertain" else ""
     cols.append(f'<td class="small">{escape(op.retry_policy)}{uncertain}</td>')
-    instance = op.instance_id
-    cols.append(
-        f'<td><a href="?instance_id={escape(quote(instance, safe="/"))}"'
-        f' title="Only this instance: {escape(instance)}">'
-        f"<code>{escape(cells.truncate(instance, 14))}</code></a></td>"
+    instance = cells.filter_link(
+        "instance_id", op.instance_id, title=f"Only this instance: {op.instance_id}", length=14
     )
+    cols.append(f"<td>{instance}</td>")
     cols.append(f"<td>{cells.age(op.created_at, now)}</td>")
     return "<tr>" + "".join(cols) + "</tr>"

@@ -11,7 +11,6 @@ import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from html import escape
-from urllib.parse import quote
 
 from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
@@ -89,11 +88,8 @@ class TaskRows:
         cols.append(
             f'<td class="small">{escape(task.outcome_certainty)} · {escape(task.retry_policy)}</td>'
         )
-        agent = task.agent_id
-        cols.append(
-            f'<td><a href="?agent_id={escape(quote(agent, safe="/"))}" title="Only this agent">'
-            f"<code>{escape(cells.truncate(agent, 20))}</code></a></td>"
-        )
+        agent = cells.filter_link("agent_id", task.agent_id, title="Only this agent", length=20)
+        cols.append(f"<td>{agent}</td>")
         cols.append(f"<td>{cells.age(task.created_at, self.now)}</td>")
         cancel = ""
         if cancellable and self.operator:
