@@ -83,23 +83,22 @@ class PayloadTooLarge(Exception):
     pass
 
 
-def envelope_errors(record: Any) -> dict[str, list[str]] | None:
-    """What is wrong with a record's ``kind``/``data`` wrapper, if anything."""
+def read_envelope(record: Any) -> tuple[Any, dict[str, list[str]] | None]:
+    """A record's ``kind`` and what is wrong with its ``kind``/``data`` wrapper, if anything."""
     if not isinstance(record, dict):
-        return {"record": ["must be an object with kind and data"]}
+        return None, {"record": ["must be an object with kind and data"]}
     kind = record.get("kind")
     if not isinstance(kind, str) or kind not in INGESTERS:
         kinds = ", ".join(INGESTERS)
-        return {"kind": [f"unknown kind {kind!r}; expected one of {kinds}"]}
+        return kind, {"kind": [f"unknown kind {kind!r}; expected one of {kinds}"]}
     if "data" not in record:
-        return {"data": ["is required"]}
-    return None
+        return kind, {"data": ["is required"]}
+    return kind, None
 
 
 def ingest_record(index: int, record: Any, actor: Actor) -> dict[str, Any]:
     """One record's result through the one-record services; never raises for bad input."""
-    kind = record.get("kind") if isinstance(record, dict) else None
-    errors = envelope_errors(record)
+    kind, errors = read_envelope(record)
     if errors:
         return _rejected(index, kind, errors)
     try:
@@ -119,8 +118,7 @@ def ingest_records(records: list[Any], actor: Actor) -> list[dict[str, Any]]:
     answers: list[dict[str, Any] | None] = [None] * len(records)
     valid: dict[str, list[tuple[int, Any]]] = {kind: [] for kind in PARSERS}
     for index, record in enumerate(records):
-        kind = record.get("kind") if isinstance(record, dict) else None
-        errors = envelope_errors(record)
+        kind, errors = read_envelope(record)
         if errors:
             answers[index] = _rejected(index, kind, errors)
             continue
