@@ -9,6 +9,7 @@ Writes are never retried here: a blind retry could replay a side effect.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import beeos_cloud_sdk
@@ -24,7 +25,9 @@ from .gateway import (
     FAILED,
     NOT_CANCELLABLE,
     NOT_FOUND,
+    NOT_SENT,
     RATE_LIMITED,
+    UNCERTAIN,
     Gateway,
     GatewayAnswer,
     body_json,
@@ -86,15 +89,141 @@ def _error_code(body: dict[str, Any]) -> str:
     return ""
 
 
-def _a2a_rpc_code(body: dict[str, Any]) -> str:
-    """The A2A code (e.g. "-32002") in ``data``: one ErrorInfo or a list of them."""
+@dataclass(frozen=True)
+class A2AErrorRule:
+    """What one A2A JSON-RPC error code means for a cancel (DESIGN.md, Cancel rules)."""
+
+    outcome: str  # a gateway outcome
+    meaning: str  # what BeeOS said, in words
+    then: str  # what it means for the operator
+
+
+# Seed 003's A2A error codes, as DESIGN.md's cancel rules read them. One table: the
+# gateway looks a code up here, never in a chain of ifs.
+A2A_CANCEL_ERRORS: dict[int, A2AErrorRule] = {
+    -32001: A2AErrorRule(
+        NOT_FOUND,
+        "the A2A task was not found",
+        "BeeOS Cloud does not know this task (it may belong to another account); "
+        "nothing was cancelled.",
+    ),
+    -32002: A2AErrorRule(
+        NOT_CANCELLABLE,
+        "the A2A task is not cancelable",
+        "It has already ended or cannot be stopped now. It was re-read.",
+    ),
+    -32008: A2AErrorRule(
+        NOT_SENT,
+        "the agent is busy",
+        "The cancel was not sent to the agent: nothing happened. Retry later.",
+    ),
+    -32009: A2AErrorRule(
+        FAILED,
+        "the A2A-Version is incompatible",
+        "The cancel failed: the console and the agent speak incompatible A2A versions, "
+        "so a retry will fail the same way until that is fixed.",
+    ),
+    -32010: A2AErrorRule(
+        UNCERTAIN,
+        "the connection was lost after the task was dispatched",
+        "Outcome uncertain — not resent: the cancel may have reached the agent. The task "
+        "was re-read and will be re-read until it shows what happened.",
+    ),
+    -32011: A2AErrorRule(
+        UNCERTAIN,
+        "the task timed out",
+        "Outcome uncertain — not resent: the cancel may still take effect. The task was "
+        "re-read and will be re-read until it shows what happened.",
+    ),
+    -32012: A2AErrorRule(
+        NOT_SENT,
+        "the connection was lost before dispatch",
+        "Not sent: nothing ran, so it is safe to retry.",
+    ),
+}
+# A code the table does not know: we cannot tell whether the cancel took effect.
+A2A_UNKNOWN_ERROR = A2AErrorRule(
+    UNCERTAIN,
+    "an A2A error the console has no rule for",
+    "Outcome uncertain — not resent: the console cannot tell whether the cancel took "
+    "effect. The task was re-read and will be re-read until it shows what happened.",
+)
+# ErrorInfo reasons for when a body carries no numeric code (seed: TASK_NOT_FOUND).
+_A2A_CODE_BY_REASON = {"TASK_NOT_FOUND": -32001, "TASK_NOT_CANCELABLE": -32002}
+
+
+def _a2a_rpc_error(body: Any) -> beeos_cloud_sdk.RuntimeMethodResponseError | None:
+    """The A2A JSON-RPC error in an answer, in the SDK's own error shape.
+
+    It arrives as a JSON-RPC envelope (``{"jsonrpc": "2.0", "error": {...}}``, the
+    seed's RuntimeMethodResponse, on HTTP 200 too) or as a Cloud ``ErrorResponse``
+    whose ``data`` holds ErrorInfo entries (``metadata.code`` repeats the code).
+    """
+    if not isinstance(body, dict):
+        return None
+    if body.get("code") == "invalid_response" and isinstance(body.get("body"), str):
+        # The SDK keeps a body that is not an ErrorResponse as text (a JSON-RPC envelope).
+        return _a2a_rpc_error(body_json(body["body"]))
+    error = body.get("error")
+    if isinstance(error, dict) and _as_code(error.get("code")) is not None:
+        return beeos_cloud_sdk.RuntimeMethodResponseError(
+            code=_as_code(error["code"]),
+            message=str(error.get("message") or ""),
+            data=error.get("data"),
+        )
     data = body.get("data")
-    for info in data if isinstance(data, list) else [data]:
-        if isinstance(info, dict) and isinstance(info.get("metadata"), dict):
-            code = info["metadata"].get("code")
-            if code not in (None, ""):
-                return str(code)
-    return ""
+    for info in _error_infos(data):
+        code = _as_code(info.get("metadata", {}).get("code"))
+        if code is None:
+            code = _A2A_CODE_BY_REASON.get(str(info.get("reason") or ""))
+        if code is not None:
+            message = info.get("metadata", {}).get("message") or body.get("message") or ""
+            return beeos_cloud_sdk.RuntimeMethodResponseError(
+                code=code, message=str(message), data=data
+            )
+    return None
+
+
+def _error_infos(data: Any) -> list[dict[str, Any]]:
+    infos = data if isinstance(data, list) else [data]
+    return [
+        {**info, "metadata": info.get("metadata") if isinstance(info.get("metadata"), dict) else {}}
+        for info in infos
+        if isinstance(info, dict)
+    ]
+
+
+def _as_code(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.lstrip("-").isdigit():
+        return int(value)
+    return None
+
+
+def _a2a_error_answer(
+    error: beeos_cloud_sdk.RuntimeMethodResponseError, http_status: int | None, code: str
+) -> GatewayAnswer:
+    """One A2A JSON-RPC error, looked up in the table, told in words with code and reason."""
+    rpc_code = error["code"]
+    rule = A2A_CANCEL_ERRORS.get(rpc_code, A2A_UNKNOWN_ERROR)
+    reason = next(
+        (str(i["reason"]) for i in _error_infos(error.get("data")) if i.get("reason")), ""
+    )
+    said = f"A2A error {rpc_code}" + (f", reason {reason}" if reason else "")
+    return GatewayAnswer(
+        rule.outcome,
+        f"BeeOS Cloud answered that {rule.meaning} ({said}). {rule.then}",
+        http_status,
+        upstream={
+            "code": code,
+            "a2a_code": str(rpc_code),
+            "reason": reason,
+            "a2a_message": error.get("message", "")[:500],
+        },
+    )
 
 
 class BeeOSGateway(Gateway):
@@ -148,11 +277,13 @@ class BeeOSGateway(Gateway):
                 FAILED, "A2A cancels need the BeeOS Cloud API (BEEOS_CLOUD_URL is not set)."
             )
         try:
-            cloud.a2a.cancel_task(task.agent_id, task.task_id)
+            view = cloud.a2a.cancel_task(task.agent_id, task.task_id)
         except beeos_cloud_sdk.APIError as exc:
             body = exc.body if isinstance(exc.body, dict) else {}
-            rpc_code = _a2a_rpc_code(body)
             code = body.get("code", "")
+            rpc_error = _a2a_rpc_error(body)
+            if rpc_error is not None:
+                return _a2a_error_answer(rpc_error, exc.status, code)
             if exc.status == 429:
                 cause = exc.__cause__
                 headers = getattr(cause, "headers", None)
@@ -167,18 +298,21 @@ class BeeOSGateway(Gateway):
                 )
             if exc.status == 404:
                 return GatewayAnswer(NOT_FOUND, "BeeOS does not know this A2A task (404).", 404)
-            if rpc_code == "-32002" or code == "task_not_cancelable" or exc.status == 409:
-                return GatewayAnswer(
-                    NOT_CANCELLABLE,
-                    "BeeOS refused: the A2A task is not cancelable (-32002). It was re-read.",
+            if code == "task_not_cancelable" or exc.status == 409:
+                return _a2a_error_answer(
+                    beeos_cloud_sdk.RuntimeMethodResponseError(code=-32002, message=""),
                     exc.status,
-                    upstream={"code": code, "a2a_code": rpc_code or "-32002"},
+                    code,
                 )
             return GatewayAnswer(
                 FAILED, f"BeeOS answered {exc.status} ({code or 'error'}).", exc.status
             )
         except OSError as exc:
             return transport_failure(exc)
+        # JSON-RPC errors travel on HTTP 200 (seed 003): a 200 is not always a success.
+        rpc_error = _a2a_rpc_error(view)
+        if rpc_error is not None:
+            return _a2a_error_answer(rpc_error, 200, "")
         return GatewayAnswer(ACCEPTED, "BeeOS accepted the A2A cancel.", 200)
 
     def reread_task(self, task: Any) -> None:

@@ -34,6 +34,17 @@ CANCEL_RESPONSE = inline_serializer(
         "replayed": serializers.BooleanField(),
         "idempotency_key": serializers.CharField(allow_null=True),
         "upstream_status": serializers.IntegerField(allow_null=True),
+        # The A2A JSON-RPC error BeeOS answered: code (as ErrorInfo metadata carries
+        # it, e.g. "-32010") and ErrorInfo reason; null when there was none.
+        "upstream_error": inline_serializer(
+            "CancelUpstreamError",
+            {
+                "a2a_code": serializers.CharField(),
+                "reason": serializers.CharField(allow_blank=True),
+                "message": serializers.CharField(allow_blank=True),
+            },
+            allow_null=True,
+        ),
         "object": serializers.DictField(allow_null=True),
     },
 )
@@ -72,6 +83,7 @@ def respond(outcome: CancelOutcome, serializer: Any) -> Response:
         "replayed": outcome.replayed,
         "idempotency_key": request_row.idempotency_key if request_row else None,
         "upstream_status": request_row.upstream_status if request_row else None,
+        "upstream_error": outcome.upstream_error,
         "object": serializer(outcome.obj).data if outcome.obj is not None else None,
     }
     headers = {}

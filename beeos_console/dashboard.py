@@ -12,6 +12,7 @@ from operations.models import RuntimeOperation
 from tasks.models import Task
 
 from . import counters
+from .models import CancelRequest
 from .states import DISPLAY_STATUSES, STATUS_COLOURS
 
 ATTENTION_STATUSES = ("outcome_unknown", "projection_blocked", "expired")
@@ -130,6 +131,7 @@ def dashboard_context() -> dict:
         .only(*task_fields)[:LIST_ROWS]
     )
     task_colours = dict(STATUS_COLOURS)
+    uncertain = open_uncertain_cancels()
     return {
         "now": now,
         "stuck_minutes": settings.CONSOLE_STUCK_AFTER_MINUTES,
@@ -159,7 +161,28 @@ def dashboard_context() -> dict:
         "attention": attention,
         "pending_late": pending_late,
         "cancelled": cancelled,
+        "uncertain_cancels": uncertain[:LIST_ROWS],
+        "uncertain_more": len(uncertain) > LIST_ROWS,
     }
+
+
+def open_uncertain_cancels(limit: int = LIST_ROWS + 1) -> list[CancelRequest]:
+    """Uncertain cancels no re-read has resolved yet, newest first (partial index, LIMIT)."""
+    return list(
+        CancelRequest.objects.filter(CancelRequest.OPEN_UNCERTAIN)
+        .order_by("-created_at")
+        .only(
+            "object_kind",
+            "protocol",
+            "object_id",
+            "requested_by",
+            "created_at",
+            "finished_at",
+            "checks",
+            "next_check_at",
+            "gave_up_at",
+        )[:limit]
+    )
 
 
 def _count_rows(last_day: dict[str, int], all_time: dict[str, int]) -> list[tuple[str, int, int]]:

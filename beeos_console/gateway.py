@@ -14,6 +14,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from . import upstream
@@ -27,6 +28,10 @@ RATE_LIMITED = "rate_limited"
 NOT_SENT = "not_sent"  # failed before dispatch: safe to retry
 UNCERTAIN = "uncertain"  # lost after dispatch: never resend blindly
 FAILED = "failed"  # any other upstream error
+
+# How long a cancel waits for a row lock in our own database before giving up. A
+# longer wait (e.g. behind a big ingest) ends as "not sent", which is safe to retry.
+LOCK_TIMEOUT = "5s"
 
 
 @dataclass(frozen=True)
@@ -74,7 +79,13 @@ class LocalGateway(Gateway):
     def cancel_task(self, task: Any, *, idempotency_key: str, reason: str) -> GatewayAnswer:
         from tasks.services import apply_local_cancel
 
-        if not apply_local_cancel(task):
+        try:
+            with transaction.atomic():
+                bounded_lock_wait()
+                applied = apply_local_cancel(task)
+        except DatabaseError as exc:
+            return database_failure(exc)
+        if not applied:
             return _ended_meanwhile()
         return GatewayAnswer(ACCEPTED, "Cancelled in the mirror (local gateway: no upstream call).")
 
@@ -83,7 +94,15 @@ class LocalGateway(Gateway):
     ) -> GatewayAnswer:
         from operations.services import apply_local_cancel
 
-        if not apply_local_cancel(op, requested_by=requested_by, reason=reason, at=timezone.now()):
+        try:
+            with transaction.atomic():
+                bounded_lock_wait()
+                applied = apply_local_cancel(
+                    op, requested_by=requested_by, reason=reason, at=timezone.now()
+                )
+        except DatabaseError as exc:
+            return database_failure(exc)
+        if not applied:
             return _ended_meanwhile()
         return GatewayAnswer(ACCEPTED, "Cancelled in the mirror (local gateway: no upstream call).")
 
@@ -99,6 +118,23 @@ def _ended_meanwhile() -> GatewayAnswer:
         ALREADY_CLOSED,
         "Not cancelled: it ended (a newer snapshot arrived) before the cancel applied. "
         "Its final state stands.",
+    )
+
+
+def bounded_lock_wait() -> None:
+    """Inside a transaction: wait at most LOCK_TIMEOUT for row locks (PostgreSQL)."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT set_config('lock_timeout', %s, true)", [LOCK_TIMEOUT])
+
+
+def database_failure(exc: BaseException) -> GatewayAnswer:
+    """Our own database failed: nothing left the console (never "uncertain")."""
+    return GatewayAnswer(
+        NOT_SENT,
+        "Not sent: the console's own database failed before the cancel took effect anywhere "
+        f"({type(exc).__name__}), so nothing happened. Safe to retry.",
+        upstream={"error": type(exc).__name__, "where": "console database"},
     )
 
 

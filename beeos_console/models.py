@@ -169,6 +169,13 @@ class CancelRequest(models.Model):
         UNCERTAIN = "uncertain", "Outcome uncertain (not resent)"
         FAILED = "failed", "Failed upstream"
 
+    class Resolution(models.TextChoices):
+        """What a re-read showed of an uncertain cancel's object."""
+
+        CANCELLED = "cancelled", "Cancelled"
+        COMPLETED = "completed", "Completed before the cancel took"
+        FAILED = "failed", "Failed before the cancel took"
+
     idempotency_key = models.CharField(max_length=128, unique=True)
     object_kind = models.CharField(max_length=16)  # task | operation
     protocol = models.CharField(max_length=16, blank=True)
@@ -186,6 +193,16 @@ class CancelRequest(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # An uncertain cancel is re-read on a bounded schedule until its object shows what
+    # happened; it stays open (state uncertain, no resolved_at) until then.
+    checks = models.PositiveSmallIntegerField(default=0)  # re-reads done by the resolver
+    next_check_at = models.DateTimeField(null=True, blank=True)  # None: none scheduled
+    last_checked_at = models.DateTimeField(null=True, blank=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    resolution = models.CharField(max_length=16, choices=Resolution.choices, blank=True)
+    gave_up_at = models.DateTimeField(null=True, blank=True)  # schedule ran out: still open
+
+    OPEN_UNCERTAIN = models.Q(state="uncertain", resolved_at__isnull=True)
 
     class Meta:
         constraints = [
@@ -198,7 +215,18 @@ class CancelRequest(models.Model):
         indexes = [
             models.Index(
                 fields=["object_kind", "object_id", "-created_at"], name="cancel_object_idx"
-            )
+            ),
+            # The resolver's "due" query and the dashboard's list: open uncertain only.
+            models.Index(
+                fields=["next_check_at"],
+                condition=models.Q(state="uncertain", resolved_at__isnull=True),
+                name="cancel_recheck_due_idx",
+            ),
+            models.Index(
+                fields=["-created_at"],
+                condition=models.Q(state="uncertain", resolved_at__isnull=True),
+                name="cancel_uncertain_open_idx",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -12,12 +12,14 @@ from __future__ import annotations
 import datetime as dt
 import threading
 import uuid
+from dataclasses import dataclass
 
 import beeos_cloud_sdk
 import pytest
 from django.db import connection
+from rest_framework.test import APIClient
 
-from beeos_console import upstream
+from beeos_console import tokens, upstream
 from beeos_console.audit import Actor
 from beeos_console.beeos_gateway import BeeOSGateway
 from beeos_console.gateway import LocalGateway
@@ -233,6 +235,189 @@ def test_a2a_task_terminal_upstream_is_refused_with_32002(standin, gw):
     assert ("GET", f"/v1/a2a/{AGENT}/tasks/{task.task_id}") in paths(standin)
     task.refresh_from_db()
     assert (task.raw_state, task.status) == ("TASK_STATE_COMPLETED", "completed")
+
+
+# --- 3b. A2A JSON-RPC errors (seed 003), seen by the operator, the API and the audit -----------
+
+
+@dataclass(frozen=True)
+class A2ACase:
+    code: int
+    reason: str  # seed 003 names only TASK_NOT_FOUND; the others are test values, shown verbatim
+    http_status: int  # the Cloud REST cancel documents only "default: ErrorResponse"
+    result: str
+    state: str
+    rest_status: int
+    words: tuple[str, ...]
+    reread: bool  # the answer leaves the outcome open to a re-read
+
+
+A2A_CASES = [
+    A2ACase(-32001, "TASK_NOT_FOUND", 404, "failed", "failed", 502, ("not found",), False),
+    A2ACase(
+        -32002, "TASK_NOT_CANCELABLE", 409, "refused", "refused", 409, ("not cancelable",), True
+    ),
+    A2ACase(-32008, "AGENT_BUSY", 503, "not_sent", "not_sent", 503, ("busy", "Retry later"), False),
+    A2ACase(
+        -32009,
+        "VERSION_NOT_SUPPORTED",
+        400,
+        "failed",
+        "failed",
+        502,
+        ("A2A-Version is incompatible", "cancel failed"),
+        False,
+    ),
+    A2ACase(
+        -32010,
+        "CONNECTION_LOST_AFTER_DISPATCH",
+        502,
+        "uncertain",
+        "uncertain",
+        504,
+        ("lost after the task was dispatched", "not resent"),
+        True,
+    ),
+    A2ACase(
+        -32011,
+        "TASK_TIMEOUT",
+        504,
+        "uncertain",
+        "uncertain",
+        504,
+        ("timed out", "not resent"),
+        True,
+    ),
+    A2ACase(
+        -32012,
+        "CONNECTION_LOST_BEFORE_DISPATCH",
+        503,
+        "not_sent",
+        "not_sent",
+        503,
+        ("lost before dispatch", "safe to retry"),
+        False,
+    ),
+]
+
+
+@pytest.fixture
+def beeos_settings(settings, standin):
+    """The console's own gateway (views, API) pointed at the stand-in."""
+    settings.BEEOS_API_URL = standin.url
+    settings.BEEOS_API_KEY = KEY
+    settings.BEEOS_CLOUD_URL = standin.cloud_url
+    settings.BEEOS_CLOUD_API_KEY = CLOUD_KEY
+    return settings
+
+
+def _check_a2a_attempt(standin, task: Task, case: A2ACase) -> AuditEntry:
+    [request] = CancelRequest.objects.filter(object_id=task.task_id)
+    assert (request.state, request.result) == (case.state, case.result)
+    [entry] = audits("task", task.task_id)
+    upstream_answer = entry.detail["upstream"]
+    assert upstream_answer["a2a_code"] == str(case.code)
+    assert upstream_answer["reason"] == case.reason
+    assert upstream_answer["status"] == case.http_status
+    # One cancel went out and none was resent; a re-read followed when the outcome is open.
+    assert len(standin.requests_to("POST", f"/v1/a2a/*/tasks/{task.task_id}/cancel")) == 1
+    reread = ("GET", f"/v1/a2a/{AGENT}/tasks/{task.task_id}") in paths(standin)
+    assert reread is case.reread
+    if case.result == "uncertain":
+        # ...and more re-reads are scheduled, starting a minute later.
+        assert request.next_check_at == request.finished_at + dt.timedelta(minutes=1)
+    else:
+        assert request.next_check_at is None
+    if case.result != "not_sent":
+        assert "safe to retry" not in entry.detail["message"].lower()
+    return entry
+
+
+@pytest.mark.parametrize("case", A2A_CASES, ids=lambda c: str(c.code))
+def test_a2a_error_code_is_told_in_words_with_code_and_reason(
+    standin, beeos_settings, client, operator_user, case
+):
+    """Over real HTTP through beeos-cloud-sdk: the htmx fragment, the REST answer, the audit."""
+    client.force_login(operator_user)
+    via_html = a2a_pair(standin, upstream_state="TASK_STATE_WORKING", mirror_state="working")
+    via_api = a2a_pair(standin, upstream_state="TASK_STATE_WORKING", mirror_state="working")
+    standin.a2a_error(case.code, case.reason, status=case.http_status, times=2)
+
+    response = client.post(
+        f"/tasks/{via_html.task_id}/cancel/",
+        {"reason": "customer asked", "idempotency_key": f"k-{case.code}", "protocol": "a2a"},
+        HTTP_HX_REQUEST="true",
+    )
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert f"{case.result.replace('_', ' ').capitalize()}." in html.replace("_", " ")
+    for words in case.words:
+        assert words in html
+    assert f"<code>{case.code}</code>" in html and f"<code>{case.reason}</code>" in html
+    _check_a2a_attempt(standin, via_html, case)
+
+    _, token = tokens.issue(operator_user)
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+    answer = api.post(
+        f"/api/v1/tasks/{via_api.task_id}/cancel?protocol=a2a", {"reason": "x"}, format="json"
+    )
+    assert answer.status_code == case.rest_status
+    body = answer.json()
+    assert body["result"] == case.result
+    assert body["upstream_error"]["a2a_code"] == str(case.code)
+    assert body["upstream_error"]["reason"] == case.reason
+    assert f"A2A error {case.code}, reason {case.reason}" in body["message"]
+    for words in case.words:
+        assert words in body["message"]
+    _check_a2a_attempt(standin, via_api, case)
+    assert standin.effects == []  # the injected errors changed nothing upstream
+
+
+@pytest.mark.parametrize("http_status", [200, 502])
+def test_a2a_jsonrpc_error_envelope_is_an_error_even_on_http_200(standin, gw, http_status):
+    """The seed's RuntimeMethodResponse shape: errors travel in the body, on HTTP 200."""
+    task = a2a_pair(standin, upstream_state="TASK_STATE_WORKING", mirror_state="working")
+    standin.a2a_error(-32010, "LOST", "gone after dispatch", status=http_status, jsonrpc=True)
+
+    outcome = cancel(task, gw)
+
+    assert outcome.result == "uncertain", outcome.message
+    assert "not resent" in outcome.message and "A2A error -32010, reason LOST" in outcome.message
+    assert outcome.upstream_error == {
+        "a2a_code": "-32010",
+        "reason": "LOST",
+        "message": "gone after dispatch",
+    }
+    assert the_audit(outcome).detail["upstream"]["a2a_code"] == "-32010"
+    assert len(standin.requests_to("POST", A2A_CANCEL)) == 1
+
+
+def test_an_a2a_code_without_a_rule_is_uncertain_never_safe(standin, gw):
+    task = a2a_pair(standin, upstream_state="TASK_STATE_WORKING", mirror_state="working")
+    standin.a2a_error(-32603, "INTERNAL", status=500)
+
+    outcome = cancel(task, gw)
+
+    assert outcome.result == "uncertain", outcome.message
+    assert "no rule" in outcome.message and "-32603" in outcome.message
+    assert "safe to retry" not in outcome.message.lower()
+
+
+def test_the_a2a_table_covers_the_design_rules():
+    """DESIGN.md, Cancel rules: one row per code, in one table."""
+    from beeos_console import gateway as g
+    from beeos_console.beeos_gateway import A2A_CANCEL_ERRORS
+
+    assert {code: rule.outcome for code, rule in A2A_CANCEL_ERRORS.items()} == {
+        -32001: g.NOT_FOUND,
+        -32002: g.NOT_CANCELLABLE,
+        -32008: g.NOT_SENT,
+        -32009: g.FAILED,
+        -32010: g.UNCERTAIN,
+        -32011: g.UNCERTAIN,
+        -32012: g.NOT_SENT,
+    }
 
 
 # --- 4. runtime operations --------------------------------------------------------------------

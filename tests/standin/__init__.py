@@ -13,7 +13,7 @@ Seed / inspect: ``add_agent``, ``add_task``, ``set_task_status``, ``task``, ``ad
 ``add_envelope``, ``messages``, ``add_instance``, ``add_operation``,
 ``set_operation_status``, ``operation``, ``add_event``, ``events``, ``settle_cancel``,
 ``add_a2a_task``, ``set_a2a_state``, ``a2a_task``.
-Faults: ``rate_limit``, ``fail``, ``delay``, ``drop_connection``, ``clear_faults``;
+Faults: ``rate_limit``, ``fail``, ``delay``, ``drop_connection``, ``a2a_error``, ``clear_faults``;
 ``stop()`` / ``start()`` for "connection refused".
 Records: ``requests`` / ``requests_to``, ``effects`` / ``effects_of``, ``errors``,
 ``wait_for``. ``parse_sse`` splits the text ``stream_runtime_operation_events`` returns.

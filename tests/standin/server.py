@@ -394,6 +394,42 @@ class BeeOSStandIn:
         happens, only the answer is lost) or not at all."""
         return self._faults.add(Fault(DROP, pattern, method, times, apply_effect=apply_effect))
 
+    def a2a_error(
+        self,
+        code: int,
+        reason: str,
+        message: str = "",
+        *,
+        status: int = 200,
+        jsonrpc: bool = False,
+        pattern: str | re.Pattern[str] = "/v1/a2a/*/tasks/*/cancel",
+        times: int | None = 1,
+    ) -> Fault:
+        """Answer the next A2A cancel with A2A JSON-RPC error ``code`` (Cloud A2A reference:
+        ``error.data`` holds one ErrorInfo whose ``reason`` names it and whose ``metadata``
+        repeats code and message). ``jsonrpc``: the RuntimeMethodResponse envelope
+        (``{"jsonrpc": "2.0", "error": {...}}``, errors on HTTP 200 as documented); else a
+        Cloud ``ErrorResponse`` on ``status`` carrying the ErrorInfo in ``data``, as the
+        stand-in's own 404 / -32002 answers do. Nothing changes state."""
+        message = message or f"A2A error {code} (injected)"
+        info = self._error_info(code, reason, message)
+        if jsonrpc:
+            body: dict[str, Any] = {
+                "jsonrpc": "2.0",
+                "id": None,
+                "error": {"code": code, "message": message, "data": info},
+            }
+            body = cloud_typed(cloud.RuntimeMethodResponse, body)
+        else:
+            body = {
+                "code": reason.lower(),
+                "message": message,
+                "request_id": f"req_{uuid.uuid4().hex[:16]}",
+                "data": info,
+            }
+            body = cloud_typed(cloud.ErrorResponse, body, extra_ok=True)
+        return self.fail(pattern, status, body, times=times, method="POST")
+
     def clear_faults(self) -> None:
         self._faults.clear()
 
