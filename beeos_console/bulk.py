@@ -62,6 +62,7 @@ class BulkPreview:
 
 
 def _skip_reason_task(task: Task) -> str | None:
+    # Cancellability depends on the status alone (never on a producer's details).
     projection = task_states.project(task.protocol, task.raw_state)
     if projection.status in ("queued", "processing"):
         return None
@@ -73,13 +74,8 @@ def _skip_reason_task(task: Task) -> str | None:
 def _skip_reason_operation(op: RuntimeOperation) -> str | None:
     if op.has_cancel_request:
         return "already cancel-requested"
-    if op_states.is_cancellable(op.raw_status):
-        return None
-    if op.raw_status == "outcome_unknown":
-        return "outcome_unknown: replay is unsafe"
-    if op.raw_status in op_states.EFFECT_COMMITTED_STATUSES:
-        return f"{op.raw_status}: the effect has already happened"
-    return f"already {op.raw_status}"
+    # The same rule, in the same words, as a single cancel.
+    return op_states.cancel_refusal(op.raw_status)
 
 
 def preview(kind: str, queryset: QuerySet) -> BulkPreview:

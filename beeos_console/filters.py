@@ -21,7 +21,26 @@ from beeos_console.states import (
 )
 
 # Shown last in every filter panel, whatever the FilterSet declares first.
-TRAILING_FIELDS = ("created_after", "created_before", "stuck", "sort", "refresh")
+TRAILING_FIELDS = (
+    "created_after",
+    "created_before",
+    "stuck",
+    "upstream_missing",
+    "sort",
+    "refresh",
+)
+# Suggested task error codes (any value is searchable): the failure codes of
+# errors-reference.mdx a task's error can carry.
+TASK_ERROR_CODES = (
+    "agent_reply_error",
+    "service_timeout",
+    "agent_offline",
+    "agent_service_unavailable",
+    "internal_error",
+    "conflict",
+    "forbidden",
+    "agent_not_found",
+)
 
 
 def _esc(value: Any) -> str:
@@ -184,6 +203,15 @@ class PrefixSearchFilter(django_filters.CharFilter):
         return qs.filter(query)
 
 
+class IsSetFilter(django_filters.BooleanFilter):
+    """``?name=true``: rows whose ``field_name`` (a nullable column) is set; ``false``: unset."""
+
+    def filter(self, qs: QuerySet, value: Any) -> QuerySet:
+        if value is None:
+            return qs
+        return qs.filter(**{f"{self.field_name}__isnull": not value})
+
+
 class NoopBooleanFilter(django_filters.BooleanFilter):
     """A URL flag that changes the page, not the rows (e.g. auto-refresh)."""
 
@@ -231,6 +259,10 @@ class MirrorFilterSet(ConsoleFilterSet):
     retry_policy = django_filters.MultipleChoiceFilter(
         choices=[(v, v) for v in RETRY_POLICIES], label="Retry policy"
     )
+    # Tasks' codes; a kind with its own vocabulary (operations) declares its own.
+    error_code = AnyValueMultipleFilter(choices=choice_pairs(TASK_ERROR_CODES), label="Error code")
+    # Set by the sync when BeeOS answered 404 for the object (partial index).
+    upstream_missing = IsSetFilter(field_name="upstream_missing_at", label="Not found upstream")
     created_after = UtcDateTimeFilter(
         field_name="created_at", lookup_expr="gte", label="Created from", widget=datetime_widget()
     )

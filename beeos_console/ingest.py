@@ -39,9 +39,11 @@ from tasks.services import (
     ingest_a2a_task,
     ingest_message,
     ingest_openapi_task,
+    ingest_product_task,
     parse_a2a_task,
     parse_message,
     parse_openapi_task,
+    parse_product_task,
 )
 
 from .api import IsFeeder
@@ -53,6 +55,8 @@ logger = logging.getLogger(__name__)
 
 INGESTERS: dict[str, Callable[..., IngestResult]] = {
     "openapi_task": ingest_openapi_task,
+    # A product / legacy producer's task: the product vocabulary and its failure details.
+    "product_task": ingest_product_task,
     "a2a_task": ingest_a2a_task,
     "message": ingest_message,
     "runtime_operation": ingest_runtime_operation,
@@ -61,6 +65,7 @@ INGESTERS: dict[str, Callable[..., IngestResult]] = {
 # The same kinds' edge validation alone, for the batch path.
 PARSERS: dict[str, Callable[[Any], Any]] = {
     "openapi_task": parse_openapi_task,
+    "product_task": parse_product_task,
     "a2a_task": parse_a2a_task,
     "message": parse_message,
     "runtime_operation": parse_operation_snapshot,
@@ -150,7 +155,8 @@ def write_batch(valid: dict[str, list[tuple[int, Any]]], actor: Actor) -> dict[i
     when the parent arrives: the stored result is the same).
     """
     batch = Batch(actor)
-    write_tasks(batch, sorted(valid["openapi_task"] + valid["a2a_task"], key=lambda i: i[0]))
+    tasks = valid["openapi_task"] + valid["product_task"] + valid["a2a_task"]
+    write_tasks(batch, sorted(tasks, key=lambda i: i[0]))
     write_messages(batch, valid["message"])
     write_operations(batch, valid["runtime_operation"])
     write_events(batch, valid["runtime_operation_event"])

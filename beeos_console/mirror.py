@@ -217,6 +217,21 @@ def _unstorable(value: Any) -> bool:
     return False
 
 
-def is_older(incoming: Any, stored: Any) -> bool:
-    """True when the incoming ordering key is known and older than the stored one."""
-    return incoming is not None and stored is not None and incoming < stored
+# Upstream clocks may run a little ahead; a stamp beyond this is not trusted for ordering.
+MAX_CLOCK_SKEW = dt.timedelta(minutes=5)
+
+
+def is_older(incoming: Any, stored: Any, *, now: dt.datetime | None = None) -> bool:
+    """True when the incoming ordering key is known and older than the stored one.
+
+    A stored stamp more than ``MAX_CLOCK_SKEW`` in the future (upstream clock
+    skew) stays stored for inspection but orders nothing: otherwise it would
+    freeze the object until that time (DESIGN.md, Storage rules). The other
+    rules (same snapshot, terminal never goes back) still apply.
+    """
+    if incoming is None or stored is None:
+        return False
+    limit = (now or dt.datetime.now(dt.UTC)) + MAX_CLOCK_SKEW
+    if isinstance(stored, dt.datetime) and stored > limit:
+        return False
+    return incoming < stored

@@ -12,10 +12,15 @@ with an older version are then due for re-projection.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Generic, TypeVar
 
-PROJECTION_VERSION: Final = 1
+V = TypeVar("V")
+
+# 2: runtime operations read effectState; product producers' failure details
+# are kept; every reader is case-insensitive.
+PROJECTION_VERSION: Final = 2
 
 # Product status (seed: "Product task projection").
 QUEUED: Final = "queued"
@@ -141,7 +146,7 @@ def unmapped(rule_prefix: str) -> Projection:
 
 
 def normalise_raw(raw_value: object) -> str:
-    """The table key for a raw value: exact string, surrounding blanks removed.
+    """A raw value with surrounding blanks removed ("" for anything not a string).
 
     Anything that is not a string (``None``, numbers) has no key and so projects
     as unmapped; the raw value itself is always stored untouched by the caller.
@@ -149,3 +154,91 @@ def normalise_raw(raw_value: object) -> str:
     if not isinstance(raw_value, str):
         return ""
     return raw_value.strip()
+
+
+# Both cancel spellings are accepted by every reader (seed: "Readers should
+# accept both"): each vocabulary names the other spelling as an alias.
+CANCEL_SPELLINGS: Final = ("cancelled", "canceled")
+
+
+class Vocabulary(Mapping[str, V], Generic[V]):
+    """One vocabulary, read tolerantly (DESIGN.md, "Spelling tolerance").
+
+    Lookups ignore case and surrounding blanks, so ``Completed`` and
+    `` completed`` find the ``completed`` row; ``key()`` gives the canonical
+    spelling the table is written in (what rule names use). Iterating yields
+    the canonical keys only, so the table reads exactly as DESIGN.md does.
+    """
+
+    def __init__(self, rows: Mapping[str, V] | Iterable[str]) -> None:
+        if isinstance(rows, Mapping):
+            self._rows: dict[str, V] = dict(rows)
+        else:
+            self._rows = {value: value for value in rows}  # type: ignore[misc]
+        self._folded = {name.casefold(): name for name in self._rows}
+        if len(self._folded) != len(self._rows):
+            raise ValueError("two keys of one vocabulary differ only in case")
+
+    def key(self, raw_value: object) -> str | None:
+        """The canonical key for ``raw_value``, or None when no row knows it."""
+        value = normalise_raw(raw_value)
+        if not value:
+            return None
+        return self._folded.get(value.casefold())
+
+    def lookup(self, raw_value: object) -> V | None:
+        key = self.key(raw_value)
+        return None if key is None else self._rows[key]
+
+    def is_canonical(self, raw_value: object) -> bool:
+        """Known and spelled exactly as the table writes it (no case or blank drift)."""
+        return isinstance(raw_value, str) and raw_value in self._rows
+
+    def __getitem__(self, key: str) -> V:
+        return self._rows[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __contains__(self, raw_value: object) -> bool:
+        return self.key(raw_value) is not None
+
+
+def canonical(raw_value: object, values: Iterable[str]) -> str | None:
+    """The value of ``values`` that ``raw_value`` spells, ignoring case and blanks."""
+    value = normalise_raw(raw_value).casefold()
+    if not value:
+        return None
+    for candidate in values:
+        if candidate.casefold() == value:
+            return candidate
+    return None
+
+
+def spelling_note(raw_value: object, canonical_key: str | None) -> str | None:
+    """Why an accepted raw value is a producer note, or None when it is spelled as written.
+
+    The projection audit lists these apart: accepted, not drift, not unmapped.
+    """
+    if canonical_key is None or not isinstance(raw_value, str) or raw_value == canonical_key:
+        return None
+    if raw_value.strip() != raw_value:
+        return "surrounding blanks"
+    return "letter case"
+
+
+def enforce_uncertain_review(projection: Projection) -> Projection:
+    """``uncertain`` always means ``manual_review``: never replay automatically."""
+    if projection.outcome_certainty == UNCERTAIN and projection.retry_policy != MANUAL_REVIEW:
+        return Projection(
+            status=projection.status,
+            reason=projection.reason,
+            outcome_certainty=UNCERTAIN,
+            retry_policy=MANUAL_REVIEW,
+            rule=projection.rule,
+            source=projection.source,
+        )
+    return projection

@@ -63,6 +63,9 @@ class RuntimeOperation(Projected):
     payload_digest = models.CharField(max_length=64)
     first_seen_at = models.DateTimeField(auto_now_add=True)
     mirrored_at = models.DateTimeField(auto_now=True)
+    # Set when the sync's read of this operation answered 404, cleared when a read
+    # finds it again: the row is kept, marked, and not re-read each pass.
+    upstream_missing_at = models.DateTimeField("not found upstream since", null=True, blank=True)
 
     class Meta:
         indexes = [
@@ -84,10 +87,33 @@ class RuntimeOperation(Projected):
             models.Index(fields=["instance_id", "-created_at", "-id"], name="op_instance_idx"),
             models.Index(fields=["target_scope", "-created_at"], name="op_scope_idx"),
             models.Index(fields=["projection_version"], name="op_projection_version_idx"),
+            # The "not found upstream" filter: few rows, in list order.
+            models.Index(
+                fields=["-created_at", "-id"],
+                name="op_upstream_missing_idx",
+                condition=models.Q(upstream_missing_at__isnull=False),
+            ),
         ]
 
     def __str__(self) -> str:
         return f"operation {self.operation_id} ({self.method})"
+
+    @property
+    def status_key(self) -> str | None:
+        """The raw status as our table spells it (any case, both cancel spellings)."""
+        return states.status_key(self.raw_status)
+
+    @property
+    def effect_unknown(self) -> bool:
+        """Nobody can prove whether its effect happened (status, effectState or error code)."""
+        return self.status_key == "outcome_unknown" or "+effect:outcome_unknown" in (
+            self.projection_rule
+        )
+
+    @property
+    def effect_committed(self) -> bool:
+        """Ended failed / expired / cancelled, but its effect did happen: a replay repeats it."""
+        return "+effect:committed" in self.projection_rule
 
     @property
     def is_cancellable(self) -> bool:

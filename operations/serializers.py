@@ -46,6 +46,7 @@ class RuntimeOperationSerializer(serializers.ModelSerializer):
             "created_at",
             "updated_at",
             "mirrored_at",
+            "upstream_missing_at",
         )
         read_only_fields = fields
 

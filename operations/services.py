@@ -84,6 +84,7 @@ def project_operation(fields: dict[str, Any]) -> Projection:
         retry_mode=fields.get("error_retry_mode"),
         effect_state=fields.get("effect_state"),
         projection_state=fields.get("projection_state"),
+        error_effect_state=fields.get("error_effect_state"),
     )
 
 
@@ -96,6 +97,7 @@ def project_operation_row(op: RuntimeOperation) -> Projection:
             "error_retry_mode": op.error_retry_mode,
             "effect_state": op.effect_state,
             "projection_state": op.projection_state,
+            "error_effect_state": op.error_effect_state,
         }
     )
 
@@ -365,7 +367,7 @@ class OperationCancelTarget(CancelTarget):
         gw.reread_operation(obj)
 
     def is_cancelled(self, obj: RuntimeOperation) -> bool:
-        return obj.raw_status in ("cancelled", "canceled")
+        return states.is_cancelled(obj.raw_status)
 
 
 def cancel_operation(

@@ -28,7 +28,9 @@ from beeos_console.states import (
     UNCERTAIN,
     Projection,
     Row,
-    normalise_raw,
+    Vocabulary,
+    enforce_uncertain_review,
+    spelling_note,
     unmapped,
 )
 
@@ -158,23 +160,68 @@ RETRY_POLICY_BY_MODE: Final = {
     "resume": SAFE_TO_RETRY,
     "none": RETRY_NONE,
 }
+# Tolerant readers (DESIGN.md, "Spelling tolerance"): any case, both cancel spellings.
+EFFECT_STATE_VOCABULARY: Final[Vocabulary[str]] = Vocabulary(
+    {**{v: v for v in EFFECT_STATES}, "canceled": "cancelled"}
+)
+RETRY_MODE_VOCABULARY: Final[Vocabulary[str]] = Vocabulary(RETRY_MODES)
+PROJECTION_STATE_VOCABULARY: Final[Vocabulary[str]] = Vocabulary(PROJECTION_STATES)
+ERROR_CODE_VOCABULARY: Final[Vocabulary[str]] = Vocabulary(ERROR_CODES)
+# Statuses whose effect has ended without certainty of its own: effectState
+# then decides whether it happened (DESIGN.md, Runtime operation).
+EFFECT_DECIDES: Final = frozenset({"failed", "expired", "cancelled"})
 
-TABLE: Final[dict[str, Row]] = {
-    "queued": Row(QUEUED, source=OURS),
-    "running": Row(PROCESSING, source=OURS),
-    "runtime_committed": Row(PROCESSING, "runtime_committed", source=OURS),
-    "projection_pending": Row(PROCESSING, "projection_pending", source=OURS),
-    "succeeded": Row(COMPLETED, source=OURS),
-    "cancelled": Row(CANCELLED, source=OURS),
-    # reason = error code, retry policy from retryMode: filled in by project().
-    "failed": Row(FAILED, "error", CERTAIN, MANUAL_REVIEW, source=OURS),
-    "expired": Row(FAILED, "expired", CERTAIN, MANUAL_REVIEW, source=OURS),
-    "outcome_unknown": Row(FAILED, "outcome_unknown", UNCERTAIN, MANUAL_REVIEW, source=OURS),
-    # The effect did happen; projection cannot converge: a person must look.
-    "projection_blocked": Row(FAILED, "projection_blocked", CERTAIN, MANUAL_REVIEW, source=OURS),
-}
-# The American spelling from a producer that got it wrong: accepted.
-TABLE["canceled"] = TABLE["cancelled"]
+TABLE: Final[Vocabulary[Row]] = Vocabulary(
+    {
+        "queued": Row(QUEUED, source=OURS),
+        "running": Row(PROCESSING, source=OURS),
+        "runtime_committed": Row(PROCESSING, "runtime_committed", source=OURS),
+        "projection_pending": Row(PROCESSING, "projection_pending", source=OURS),
+        "succeeded": Row(COMPLETED, source=OURS),
+        "cancelled": Row(CANCELLED, source=OURS),
+        # The American spelling from a producer that got it wrong: accepted.
+        "canceled": Row(CANCELLED, source=OURS),
+        # reason = error code, retry policy from retryMode: filled in by project().
+        "failed": Row(FAILED, "error", CERTAIN, MANUAL_REVIEW, source=OURS),
+        "expired": Row(FAILED, "expired", CERTAIN, MANUAL_REVIEW, source=OURS),
+        "outcome_unknown": Row(FAILED, "outcome_unknown", UNCERTAIN, MANUAL_REVIEW, source=OURS),
+        # The effect did happen; projection cannot converge: a person must look.
+        "projection_blocked": Row(
+            FAILED, "projection_blocked", CERTAIN, MANUAL_REVIEW, source=OURS
+        ),
+    }
+)
+
+
+def effect_reading(effect_state: object, error_effect_state: object = None) -> str:
+    """What the effectState values say, most cautious first.
+
+    ``unknown`` (outcome_unknown, or a value no table knows), ``committed``, or
+    ``clear`` (absent, queued, running, failed, cancelled, expired). The error
+    object's own effectState counts as much as the top-level one.
+    """
+    readings = set()
+    for value in (effect_state, error_effect_state):
+        if value is None or (isinstance(value, str) and not value.strip()):
+            continue
+        key = EFFECT_STATE_VOCABULARY.lookup(value)
+        if key is None or key == "outcome_unknown":
+            readings.add("unknown")
+        elif key == "committed":
+            readings.add("committed")
+    for reading in ("unknown", "committed"):
+        if reading in readings:
+            return reading
+    return "clear"
+
+
+def unmapped_effect_states(*values: object) -> list[str]:
+    """effectState values no table knows (the audit lists them as unmapped)."""
+    return [
+        v
+        for v in values
+        if isinstance(v, str) and v.strip() and EFFECT_STATE_VOCABULARY.key(v) is None
+    ]
 
 
 def project(
@@ -184,57 +231,124 @@ def project(
     retry_mode: object = None,
     effect_state: object = None,
     projection_state: object = None,
+    error_effect_state: object = None,
 ) -> Projection:
     """Display projection of a runtime operation; never raises.
 
-    ``effect_state`` and ``projection_state`` do not change the display value
-    (they stay visible beside it); the projection audit checks them.
+    The status table gives the product status; effectState decides certainty
+    and retry (DESIGN.md, Runtime operation): an effect that may have happened
+    is never ``safe_to_retry``. ``projection_state`` stays visible beside it;
+    the projection audit checks it.
     """
-    key = normalise_raw(status)
-    row = TABLE.get(key)
-    if row is None:
+    key = TABLE.key(status)
+    if key is None:
         return unmapped(RULE_PREFIX)
+    row = TABLE[key]
     rule = f"{RULE_PREFIX}:{key}"
-    if key not in ("failed", "expired"):
-        return row.project(rule)
     overrides: dict[str, str] = {}
-    code = normalise_raw(error_code)
+    code = ERROR_CODE_VOCABULARY.key(error_code) or (
+        error_code.strip() if isinstance(error_code, str) else ""
+    )
     if key == "failed" and code:
         overrides["reason"] = code
         rule += "+code"
-    mode = normalise_raw(retry_mode)
-    if mode in RETRY_POLICY_BY_MODE:
+    effect = effect_reading(effect_state, error_effect_state)
+    if effect == "unknown" or code == "OUTCOME_UNKNOWN":
+        # Seed: "the platform cannot prove whether the side effect happened;
+        # automatic retry is unsafe", whatever the status says.
+        overrides.update(outcome_certainty=UNCERTAIN, retry_policy=MANUAL_REVIEW)
+        if key == "failed" and not code:
+            overrides["reason"] = "outcome_unknown"
+        unknown = unmapped_effect_states(effect_state, error_effect_state)
+        rule += "+effect:unmapped" if unknown else "+effect:outcome_unknown"
+        return row.project(rule, **overrides)
+    if (
+        effect == "committed"
+        and row.status in (FAILED, CANCELLED)
+        and status_key(key) in EFFECT_DECIDES
+    ):
+        # The effect happened: certain, but a replay would repeat it.
+        overrides.update(outcome_certainty=CERTAIN, retry_policy=MANUAL_REVIEW)
+        if row.status == CANCELLED:
+            overrides["reason"] = "effect_committed"
+        return row.project(rule + "+effect:committed", **overrides)
+    mode = RETRY_MODE_VOCABULARY.key(retry_mode)
+    if key in ("failed", "expired") and mode is not None:
         overrides["retry_policy"] = RETRY_POLICY_BY_MODE[mode]
         rule += f"+retry:{mode}"
-    return row.project(rule, **overrides)
+    return enforce_uncertain_review(row.project(rule, **overrides))
+
+
+def may_have_happened(
+    status: object,
+    effect_state: object = None,
+    error_effect_state: object = None,
+    code: object = None,
+) -> bool:
+    """Might this operation's side effect have happened? (the no-replay invariant)"""
+    key = TABLE.key(status)
+    if key is None or key in EFFECT_COMMITTED_STATUSES or key == "outcome_unknown":
+        return True
+    if ERROR_CODE_VOCABULARY.key(code) == "OUTCOME_UNKNOWN":
+        return True
+    return effect_reading(effect_state, error_effect_state) != "clear"
+
+
+def status_key(status: object) -> str | None:
+    """The canonical spelling of a raw status (any case, both cancel spellings)."""
+    key = TABLE.key(status)
+    return "cancelled" if key == "canceled" else key
 
 
 def is_known(status: object) -> bool:
-    return normalise_raw(status) in TABLE
+    return TABLE.key(status) is not None
 
 
 def is_terminal(status: object) -> bool:
     """Terminal by our table (raw status); the upstream flag is checked by the audit."""
-    return normalise_raw(status) in TERMINAL_STATUSES | {"canceled"}
+    return status_key(status) in TERMINAL_STATUSES
 
 
 def is_cancellable(status: object) -> bool:
     """Only queued or running operations may be cancelled (DESIGN.md, Cancel rules)."""
-    return normalise_raw(status) in CANCELLABLE_STATUSES
+    return status_key(status) in CANCELLABLE_STATUSES
+
+
+def is_cancelled(status: object) -> bool:
+    return status_key(status) == "cancelled"
 
 
 def cancel_refusal(status: object) -> str | None:
     """Why an operation may not be cancelled, in words; ``None`` when it may."""
-    key = normalise_raw(status)
+    key = status_key(status)
     if key in CANCELLABLE_STATUSES:
         return None
     if key == "outcome_unknown":
         return "The platform cannot prove whether the effect happened: replay is unsafe."
     if key in EFFECT_COMMITTED_STATUSES:
         return "The effect has already happened on the instance: it cannot be cancelled."
-    if key in TERMINAL_STATUSES or key == "canceled":
+    if key in TERMINAL_STATUSES:
         return f"The operation has already ended ({key})."
-    return f"Unknown status {key!r}: the console cannot tell whether a cancel is safe."
+    shown = status.strip() if isinstance(status, str) else status
+    return f"Unknown status {shown!r}: the console cannot tell whether a cancel is safe."
+
+
+def producer_notes(
+    status: object, effect_state: object = None, retry_mode: object = None
+) -> list[str]:
+    """Accepted values not spelled as the tables write them (the audit's producer notes)."""
+    notes = []
+    if TABLE.key(status) == "canceled":
+        notes.append("status: foreign cancel spelling")
+    elif note := spelling_note(status, TABLE.key(status)):
+        notes.append(f"status: {note}")
+    if EFFECT_STATE_VOCABULARY.key(effect_state) == "canceled":
+        notes.append("effectState: foreign cancel spelling")
+    elif note := spelling_note(effect_state, EFFECT_STATE_VOCABULARY.key(effect_state)):
+        notes.append(f"effectState: {note}")
+    if note := spelling_note(retry_mode, RETRY_MODE_VOCABULARY.key(retry_mode)):
+        notes.append(f"retryMode: {note}")
+    return notes
 
 
 def cancel_spelling() -> str:

@@ -38,6 +38,9 @@ class Task(Projected):
     raw_state = models.CharField(max_length=64)
 
     error = models.TextField(blank=True)
+    # The machine-readable failure code, verbatim, when the wire gives one: the
+    # OpenAPI ``error.code`` / ``error_code``, or an A2A status message's ErrorInfo ``reason``.
+    error_code = models.CharField(max_length=128, blank=True)
     result = models.JSONField(null=True, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
 
@@ -54,6 +57,9 @@ class Task(Projected):
     mirrored_at = models.DateTimeField(auto_now=True)
     # Set by a webhook: the sync re-reads this task from the API ("the API is truth").
     resync_requested_at = models.DateTimeField(null=True, blank=True)
+    # Set when the sync's read of this task answered 404 (BeeOS no longer has it),
+    # cleared when a read finds it again: the row is kept, marked, and not re-read each pass.
+    upstream_missing_at = models.DateTimeField("not found upstream since", null=True, blank=True)
 
     class Meta:
         constraints = [
@@ -68,6 +74,7 @@ class Task(Projected):
             models.Index(fields=["raw_state", "-created_at"], name="task_raw_state_idx"),
             models.Index(fields=["protocol", "status"], name="task_protocol_status_idx"),
             models.Index(fields=["reason", "-created_at"], name="task_reason_idx"),
+            models.Index(fields=["error_code", "-created_at"], name="task_error_code_idx"),
             models.Index(fields=["outcome_certainty", "-created_at"], name="task_certainty_idx"),
             models.Index(fields=["retry_policy", "-created_at"], name="task_retry_idx"),
             models.Index(fields=["projection_version"], name="task_projection_version_idx"),
@@ -83,6 +90,12 @@ class Task(Projected):
                 fields=["resync_requested_at"],
                 name="task_resync_idx",
                 condition=models.Q(resync_requested_at__isnull=False),
+            ),
+            # The "not found upstream" filter: few rows, in list order.
+            models.Index(
+                fields=["-created_at", "-id"],
+                name="task_upstream_missing_idx",
+                condition=models.Q(upstream_missing_at__isnull=False),
             ),
         ]
 
@@ -102,10 +115,14 @@ class Task(Projected):
         return states.wire_spelling(self.protocol, self.raw_state)
 
     @property
+    def expected_projection(self):  # -> Projection
+        """Today's rules applied to this row's raw state (and a producer's failure details)."""
+        return states.project_stored(self.protocol, self.raw_state, self.raw_payload)
+
+    @property
     def rule_text(self) -> str:
         """Today's rule for this raw state, in words (pages show it beside the stored rule)."""
-        projection = states.project(self.protocol, self.raw_state)
-        return states.explain(self.protocol, self.raw_state, projection)
+        return states.explain(self.protocol, self.raw_state, self.expected_projection)
 
     @property
     def has_foreign_cancel_spelling(self) -> bool:
@@ -178,7 +195,7 @@ class Message(Projected):
 
     @property
     def is_terminal(self) -> bool:
-        return self.state in states.MESSAGE_TERMINAL_STATES
+        return states.is_message_terminal(self.state)
 
 
 class Artifact(models.Model):

@@ -53,7 +53,7 @@ def deciding_reply(task: Task) -> Message | None:
     """The terminal agent reply that is the evidence for the task's result (seed)."""
     return (
         Message.objects.filter(
-            task=task, type=states.AGENT_REPLY, state__in=states.MESSAGE_TERMINAL_STATES
+            task=task, type=states.AGENT_REPLY, state__in=states.MESSAGE_TERMINAL_SPELLINGS
         )
         .order_by("-created_at", "-id")
         .only("id", "message_id", "state", "stop_reason")

@@ -45,12 +45,14 @@ class TaskSerializer(serializers.ModelSerializer):
             "context_id",
             "channel_id",
             "error",
+            "error_code",
             "created_at",
             "started_at",
             "updated_at",
             "completed_at",
             "deadline_at",
             "mirrored_at",
+            "upstream_missing_at",
         )
         read_only_fields = fields
 

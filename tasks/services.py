@@ -60,7 +60,8 @@ class TaskSnapshot:
     payload_digest: str = field(init=False)
 
     def __post_init__(self) -> None:
-        self.projection = states.project(self.protocol, self.raw_state)
+        # A product producer's failure details ride in the payload (seed example).
+        self.projection = states.project_stored(self.protocol, self.raw_state, self.payload)
         self.payload_digest = digest(self.payload)
 
 
@@ -79,13 +80,15 @@ def parse_openapi_task(
     agent_id = r.str("agent_id", required=protocol == states.OPENAPI and not agent_optional)
     raw_state = r.str("status", required=True, max_length=64)
     metadata = r.object("metadata")
+    error, error_code = _openapi_error(r)
     fields = {
         "agent_id": agent_id,
         "caller_id": r.str("caller_id"),
         "context_id": r.str("context_id"),
         # OpenAPI task_id == the underlying channel id its messages live in.
         "channel_id": r.str("channel_id") or task_id,
-        "error": r.text("error"),
+        "error": error,
+        "error_code": error_code,
         "result": r.any("result"),
         "metadata": metadata,
         "created_at": r.datetime("created_at"),
@@ -94,12 +97,98 @@ def parse_openapi_task(
         "deadline_at": r.datetime("deadline_at"),
     }
     explicit_updated = r.datetime("updated_at")
+    if protocol == states.PRODUCT:
+        _check_producer_details(r)
     r.raise_if_invalid()
     updated_at = (
         explicit_updated or fields["completed_at"] or fields["started_at"] or fields["created_at"]
     )
     fields["updated_at"] = updated_at
     return TaskSnapshot(protocol, task_id, raw_state, fields, updated_at, json_safe(data))
+
+
+def _check_producer_details(r: Reader) -> None:
+    """A product producer's failure details: an invalid one is a field error, not dropped."""
+    for name in states.PRODUCER_DETAILS:
+        problem = states.producer_detail_error(name, r.data.get(name))
+        if problem:
+            r.fail(name, problem)
+
+
+ERROR_CODE_MAX = 128
+_ERROR_INFO_TYPE = "google.rpc.ErrorInfo"
+
+
+def _code_value(r: Reader, key: str) -> str:
+    """An error code: a string, or an integer (JSON-RPC codes) kept as its text."""
+    value = r.data.get(key)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return r.str(key, max_length=ERROR_CODE_MAX)
+
+
+def _openapi_error(r: Reader) -> tuple[str, str]:
+    """(error text, error code) of a TaskResponse-shaped task.
+
+    The contract sends ``error`` as a string; producers also send the error
+    envelope's object (``{"code", "message", …}``, errors-reference.mdx) or a
+    flat ``error_code``. Any other shape is a field error, never a guess.
+    """
+    error = r.data.get("error")
+    code = _code_value(r, "error_code")
+    if isinstance(error, dict):
+        e = Reader(error, prefix=f"{r.prefix}error.", errors=r.errors)
+        return e.text("message"), code or _code_value(e, "code")
+    if error is not None and not isinstance(error, str):
+        r.fail("error", "must be a string, or an object with a code and a message")
+        return "", code
+    return r.text("error"), code
+
+
+def _error_info_reason(value: Any, r: Reader, key: str) -> str:
+    """The ``reason`` of a google.rpc ErrorInfo (or of the first in a list), else ""."""
+    items = value if isinstance(value, list) else [value]
+    for i, item in enumerate(items):
+        if isinstance(item, dict) and str(item.get("@type", "")).endswith(_ERROR_INFO_TYPE):
+            where = f"{key}[{i}]" if isinstance(value, list) else key
+            info = Reader(item, prefix=f"{r.prefix}{where}.", errors=r.errors)
+            return info.str("reason", required=True, max_length=ERROR_CODE_MAX)
+    return ""
+
+
+def _a2a_error_code(status_message: Any, errors: dict[str, list[str]]) -> str:
+    """The error code an A2A ``status.message`` carries, if any.
+
+    Seed 003 names A2A errors by a google.rpc ErrorInfo whose ``reason`` is
+    the error's name (e.g. ``TASK_NOT_FOUND``). A status message may carry
+    one in its ``metadata`` (an explicit ``error_code``, or an ErrorInfo
+    value) or in a data part (an ErrorInfo, a list of them, or a JSON-RPC
+    error whose ``data`` holds them; else that error's ``code``). The first
+    found wins; a malformed code is a field error. Shapes that carry no code
+    are left alone: the message itself stays as free as the A2A spec has it.
+    """
+    if not isinstance(status_message, dict):
+        return ""
+    prefix = "status.message."
+    metadata = status_message.get("metadata")
+    if isinstance(metadata, dict):
+        m = Reader(metadata, prefix=f"{prefix}metadata.", errors=errors)
+        for key in ("error_code", "errorCode"):
+            if metadata.get(key) is not None:
+                return _code_value(m, key)
+        for key, value in metadata.items():
+            if reason := _error_info_reason(value, m, key):
+                return reason
+    parts = status_message.get("parts")
+    for i, part in enumerate(parts if isinstance(parts, list) else []):
+        data = part.get("data") if isinstance(part, dict) else None
+        p = Reader({"data": data}, prefix=f"{prefix}parts[{i}].", errors=errors)
+        if reason := _error_info_reason(data, p, "data"):
+            return reason
+        if isinstance(data, dict) and isinstance(data.get("error"), dict):
+            e = Reader(data["error"], prefix=f"{prefix}parts[{i}].data.error.", errors=errors)
+            return _error_info_reason(e.data.get("data"), e, "data") or _code_value(e, "code")
+    return ""
 
 
 def parse_product_task(data: Any) -> TaskSnapshot:
@@ -111,7 +200,8 @@ def _a2a_text(message: Any) -> str:
     if not isinstance(message, dict):
         return ""
     texts = [p.get("text", "") for p in message.get("parts") or [] if isinstance(p, dict)]
-    return "\n".join(t for t in texts if isinstance(t, str))
+    # Data and file parts carry no text: skip them rather than join empty lines.
+    return "\n".join(t for t in texts if isinstance(t, str) and t)
 
 
 def parse_a2a_task(data: Any) -> TaskSnapshot:
@@ -123,6 +213,7 @@ def parse_a2a_task(data: Any) -> TaskSnapshot:
     raw_state = status.str("state", required=True, max_length=64) if status else ""
     timestamp = status.datetime("timestamp") if status else None
     status_message = status.any("message") if status else None
+    error_code = _a2a_error_code(status_message, r.errors)
     history = r.list("history")
     artifacts = r.list("artifacts")
     for i, item in enumerate(history):
@@ -145,6 +236,7 @@ def parse_a2a_task(data: Any) -> TaskSnapshot:
         "target_owner_id": r.str("target_owner_id"),
         "context_id": context_id,
         "metadata": r.object("metadata"),
+        "error_code": error_code,
         "updated_at": timestamp,
     }
     r.raise_if_invalid()
@@ -431,7 +523,7 @@ def decide_message(snapshot: MessageSnapshot, message: Message | None) -> tuple[
     stored_updated = message.updated_at or message.created_at
     if is_older(snapshot.updated_at, stored_updated):
         return Outcome.STALE, "older than stored"
-    if message.state in states.MESSAGE_TERMINAL_STATES:
+    if states.is_message_terminal(message.state):
         return Outcome.STALE, "a terminal envelope is immutable"
     return Outcome.UPDATED, ""
 
@@ -508,7 +600,7 @@ def _write_local_cancel(task: Task) -> None:
 
 def cancel_refusal(task: Task) -> str | None:
     """Why this task may not be cancelled now (DESIGN.md, Cancel rules), in words."""
-    projection = states.project(task.protocol, task.raw_state)
+    projection = states.project_stored(task.protocol, task.raw_state, task.raw_payload)
     if projection.status in ("queued", "processing"):
         return None
     if projection.is_unmapped:

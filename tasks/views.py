@@ -12,7 +12,7 @@ from beeos_console.listing import KeysetListView
 from beeos_console.models import AuditEntry, CancelRequest
 from beeos_console.permissions import RoleRequiredMixin, role_required
 
-from . import selectors, services, states
+from . import selectors, services
 from .filters import TASK_SORTS, MessageFilterSet, TaskFilterSet
 from .models import Message, Task
 from .rows import COLUMNS, MESSAGE_COLUMNS, TaskRows, message_table
@@ -55,7 +55,7 @@ def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
     if len(candidates) > 1:
         return render(request, "tasks/choose.html", {"task_id": task_id, "tasks": candidates})
     task = candidates[0]
-    projection = states.project(task.protocol, task.raw_state)
+    projection = task.expected_projection
     timeline = selectors.timeline(task, before=request.GET.get("before"), limit=TIMELINE_PAGE)
     context = {
         "task": task,

@@ -127,8 +127,6 @@ JUNK_VALUES = [
     "",
     "   ",
     "bogus",
-    "QUEUED",  # case matters: no guessing
-    "Canceled",
     b"queued",
     ["queued"],
     {"state": "queued"},

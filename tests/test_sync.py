@@ -23,12 +23,13 @@ from unittest.mock import ANY
 import pytest
 from django.core.management import CommandError, call_command
 
-from beeos_console import sync, upstream
+from beeos_console import sync, tokens, upstream
 from beeos_console.management.commands import sync_beeos as command_module
 from beeos_console.models import AuditEntry, SyncCursor
 from beeos_console.sync import Syncer, message_envelope, parse_sse
 from operations.models import RuntimeOperation, RuntimeOperationEvent
 from tasks.models import Message, Task
+from tests.factories import make_operation, make_task
 from tests.standin import BeeOSStandIn
 from tests.standin.contract import wire
 
@@ -221,6 +222,7 @@ def test_first_pass_pages_through_all_tasks_and_mirrors_their_messages(standin, 
         "unchanged": 0,
         "stale": 0,
         "rejected": 0,
+        "not found upstream": 0,
         "errors": 0,
     }
 
@@ -264,6 +266,7 @@ def test_second_run_changes_nothing_and_finds_new_tasks(standin, monkeypatch):
         "unchanged": 14,
         "stale": 0,
         "rejected": 0,
+        "not found upstream": 0,
         "errors": 0,
     }
     assert (Task.objects.count(), Message.objects.count()) == (7, 7)
@@ -390,6 +393,7 @@ def test_a_status_change_upstream_is_mirrored_once_and_audited(standin):
         "unchanged": 1,
         "stale": 0,
         "rejected": 0,
+        "not found upstream": 0,
         "errors": 0,
     }
     task = Task.objects.get(task_id="task_run")
@@ -593,3 +597,217 @@ def test_every_runs_pass_after_pass_and_survives_errors(standin, monkeypatch):
     assert len(slept) == 2 and all(25 < s <= 30 for s in slept)
     assert len(list_calls(standin)) == 2
     assert Task.objects.count() == 2
+
+
+# --- 10. objects upstream answers 404 for (issue #11, point 8) -----------------------------
+
+
+def mirror_task(task_id: str, status: str = "running", **extra) -> Task:
+    """A task only the mirror has (the stand-in answers 404 for it)."""
+    return make_task(status, task_id=task_id, agent_id=AGENT, **extra)
+
+
+def mirror_operation(status: str = "running") -> RuntimeOperation:
+    return make_operation(status, id=str(uuid.uuid4()), instanceId=INSTANCE)
+
+
+def op_path(operation_id: str) -> str:
+    return f"/api/v1/instances/{INSTANCE}/operations/{operation_id}"
+
+
+def test_a_task_and_an_operation_upstream_answers_404_for_are_marked_not_errors(
+    standin, settings, client, support_user
+):
+    settings.BEEOS_INSTANCES = [INSTANCE]
+    standin.add_instance(INSTANCE)
+    seed_tasks(standin, 1, status="running")  # a live one beside them
+    live_op = standin.add_operation(instance_id=INSTANCE, status="running", created_at=T0)
+    mirror_task("task_gone")
+    gone_op = mirror_operation()
+
+    out, err = sync_once()  # exit status 0: no CommandError
+
+    assert err == ""
+    assert summary(out) == {
+        "created": 2,
+        "updated": 0,
+        "unchanged": 0,
+        "stale": 0,
+        "rejected": 0,
+        "not found upstream": 2,
+        "errors": 0,
+    }
+    assert "re-read 1 flagged or open tasks (1 not found upstream)" in out
+    assert "2 objects not found upstream (404)" in out
+    task = Task.objects.get(task_id="task_gone")
+    op = RuntimeOperation.objects.get(operation_id=gone_op.operation_id)
+    assert task.upstream_missing_at is not None and op.upstream_missing_at is not None
+    # The mirror keeps their last snapshot; what is live is not marked.
+    assert (task.raw_state, op.raw_status) == ("running", "running")
+    assert Task.objects.get(task_id="task_0000").upstream_missing_at is None
+    assert RuntimeOperation.objects.get(operation_id=live_op.id).upstream_missing_at is None
+
+    # The next pass leaves them alone: no read, no error, the first 404's time kept.
+    standin.clear_requests()
+    out, err = sync_once()
+    assert (summary(out)["not found upstream"], summary(out)["errors"], err) == (0, 0, "")
+    assert get_task_calls(standin, "task_gone") == []
+    assert standin.requests_to("GET", op_path(gone_op.operation_id)) == []
+    assert Task.objects.get(task_id="task_gone").upstream_missing_at == task.upstream_missing_at
+
+    # Shown on their detail pages; filterable on both lists, HTML and API.
+    client.force_login(support_user)
+    page = client.get("/tasks/task_gone/").content.decode()
+    assert "Not found upstream." in page and 'id="upstream-missing"' in page
+    assert 'id="upstream-missing"' not in client.get("/tasks/task_0000/").content.decode()
+    page = client.get(f"/operations/{gone_op.operation_id}/").content.decode()
+    assert "Not found upstream." in page
+    listing = client.get("/tasks/?upstream_missing=true").content.decode()
+    assert "task_gone" in listing and "task_0000" not in listing
+    assert 'name="upstream_missing"' in client.get("/tasks/").content.decode()
+    listing = client.get("/operations/?upstream_missing=true").content.decode()
+    assert gone_op.operation_id in listing and live_op.id not in listing
+    assert 'name="upstream_missing"' in client.get("/operations/").content.decode()
+    _, key = tokens.issue(support_user, "test")
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {key}"}
+    rows = client.get("/api/v1/tasks/?upstream_missing=true", **auth).json()["results"]
+    assert [r["task_id"] for r in rows] == ["task_gone"]
+    assert rows[0]["upstream_missing_at"] is not None
+    rows = client.get("/api/v1/tasks/?upstream_missing=false", **auth).json()["results"]
+    assert [r["task_id"] for r in rows] == ["task_0000"]
+    rows = client.get("/api/v1/operations/?upstream_missing=true", **auth).json()["results"]
+    assert [r["operation_id"] for r in rows] == [gone_op.operation_id]
+
+
+def test_a_missing_task_is_reread_rarely_and_unmarked_when_upstream_has_it_again(standin):
+    mirror_task("task_back")
+    sync_once()
+    assert Task.objects.get(task_id="task_back").upstream_missing_at is not None
+
+    # It comes back upstream, finished; the rare re-read of missing objects is due.
+    standin.add_task("task_back", agent_id=AGENT, status="completed", created_at=T0)
+    SyncCursor.objects.filter(name=sync.MISSING_REREAD_CURSOR).update(
+        value=(dt.datetime.now(dt.UTC) - sync.MISSING_REREAD_EVERY - _s(60)).isoformat()
+    )
+    out, _ = sync_once()
+
+    task = Task.objects.get(task_id="task_back")
+    assert (task.upstream_missing_at, task.raw_state) == (None, "completed")
+    assert summary(out)["not found upstream"] == 0
+
+
+def test_a_webhook_flag_on_a_missing_task_is_answered_by_the_404(standin):
+    mirror_task("task_flagged", "completed")
+    Task.objects.filter(task_id="task_flagged").update(resync_requested_at=T0)
+
+    out, _ = sync_once()
+
+    task = Task.objects.get(task_id="task_flagged")
+    assert task.resync_requested_at is None and task.upstream_missing_at is not None
+    assert summary(out)["not found upstream"] == 1
+    standin.clear_requests()
+    sync_once()
+    assert get_task_calls(standin, "task_flagged") == []
+
+
+def test_a_404_that_is_not_beeos_speaking_is_an_error_and_marks_nothing(standin):
+    """A wrong BEEOS_API_URL path or a proxy answers 404 too: never mark the mirror for it."""
+    mirror_task("task_proxy")
+    standin.fail(task_path("task_proxy"), 404, "<html>Not Found</html>", content_type="text/html")
+
+    out, err, error = sync_once_failing()
+
+    assert Task.objects.get(task_id="task_proxy").upstream_missing_at is None
+    assert "error: getTask task_proxy: 404" in err
+    assert summary(out)["not found upstream"] == 0
+
+
+@pytest.mark.parametrize("failure", ["refused", "401", "403", "503"])
+def test_the_exit_status_reports_transport_and_auth_failures(standin, settings, failure):
+    seed_tasks(standin, 2, status="running")
+    mirror_task("task_gone")  # a vanished object alone never fails the run
+    if failure == "refused":
+        standin.stop()
+    elif failure == "401":
+        settings.BEEOS_API_KEY = "oag_wrong_key"
+    else:
+        standin.fail(task_path("task_0001"), int(failure))
+
+    out, err, error = sync_once_failing()
+
+    assert "upstream errors (see above)" in str(error)
+    assert summary(out)["errors"] >= 1
+    if failure in ("401", "refused"):
+        # Every read would fail the same way: the pass stops at the first one.
+        assert summary(out)["errors"] == 1
+        assert Task.objects.get(task_id="task_gone").upstream_missing_at is None
+    if failure == "401":
+        assert "BeeOS refused the API key (check BEEOS_API_KEY); pass stopped: 401" in err
+        assert len(standin.requests) == 1
+    if failure == "refused":
+        assert "BeeOS is unreachable (check BEEOS_API_URL); pass stopped" in err
+    if failure == "403":
+        assert "error: getTask task_0001: 403" in err
+        assert summary(out)["not found upstream"] == 1
+
+
+def test_a_message_dto_without_created_at_is_mirrored(standin):
+    """The contract requires only message_id, offset and type of a MessageDTO."""
+    standin.add_task("task_bare", agent_id=AGENT, status="completed", created_at=T0)
+    bare = standin.add_message("task_bare", body="no timestamps", created_at=None)
+    minimal = standin.add_message("task_bare", type="chat_message", created_at=None)
+    assert "created_at" not in wire(bare)
+
+    out, _ = sync_once()
+
+    assert summary(out)["rejected"] == 0
+    message = Message.objects.get(message_id=bare.message_id)
+    assert (message.task.task_id, message.body, message.state) == (
+        "task_bare",
+        "no timestamps",
+        "completed",
+    )
+    # Stood in for by the task's creation time: stable, so a second read changes nothing.
+    assert message.created_at == T0
+    assert Message.objects.get(message_id=minimal.message_id).type == "chat_message"
+    out, _ = sync_once()
+    assert summary(out) == {
+        "created": 0,
+        "updated": 0,
+        "unchanged": 3,
+        "stale": 0,
+        "rejected": 0,
+        "not found upstream": 0,
+        "errors": 0,
+    }
+
+
+def test_a_task_error_code_read_by_the_sync_is_stored(standin):
+    standin.add_task("task_coded", agent_id=AGENT, status="failed", created_at=T0)
+    # The SDK types ``error`` as a string; serve the error envelope's object raw.
+    data = {
+        **wire(standin.task("task_coded")),
+        "error": {"code": "service_timeout", "message": "gave up waiting"},
+    }
+    standin.fail(task_path("task_coded"), 200, {"success": True, "data": data}, times=None)
+
+    sync_once()
+
+    task = Task.objects.get(task_id="task_coded")
+    assert (task.error_code, task.error) == ("service_timeout", "gave up waiting")
+    assert task.raw_payload["error"] == data["error"]
+
+
+def test_a_fresh_demo_database_syncs_against_the_standin_with_exit_status_0(standin):
+    call_command("seed_demo", stdout=io.StringIO())
+    open_openapi = Task.objects.filter(
+        protocol="openapi", status__in=("queued", "processing", "unmapped")
+    ).count()
+
+    out, err = sync_once()  # the demo's tasks do not exist upstream: 404s, not errors
+
+    assert summary(out)["errors"] == 0 and err == ""
+    assert summary(out)["not found upstream"] == min(open_openapi, sync.REREAD_LIMIT)
+    assert Task.objects.filter(upstream_missing_at__isnull=False).count() == min(
+        open_openapi, sync.REREAD_LIMIT
+    )

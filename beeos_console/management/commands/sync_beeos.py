@@ -8,13 +8,15 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from beeos_console import upstream
-from beeos_console.sync import Syncer
+from beeos_console.sync import NOT_FOUND, Syncer
 
 
 class Command(BaseCommand):
     help = (
         "Pull the caller's tasks (with messages) and the active runtime operations of the "
-        "configured instances from BeeOS through beeos-sdk. Resumes from the stored cursor."
+        "configured instances from BeeOS through beeos-sdk. Resumes from the stored cursor. "
+        "Objects BeeOS answers 404 for are marked 'not found upstream', not errors; "
+        "with --once the exit status is 1 when a read failed (transport, 401/403, 5xx)."
     )
 
     def add_arguments(self, parser: Any) -> None:
@@ -50,8 +52,14 @@ class Command(BaseCommand):
                     f"sync pass {passes} done in {elapsed:.1f} s: {report.summary()}"
                 )
             )
+            if report.counts.get(NOT_FOUND):
+                self.stdout.write(
+                    f"  {report.counts[NOT_FOUND]} objects {NOT_FOUND} (404): marked, not "
+                    "re-read each pass; list them with ?upstream_missing=true"
+                )
             if not options["every"]:
-                if report.counts.get("errors"):
+                # Vanished objects are the upstream's truth, not a failure of this run.
+                if report.failed:
                     raise CommandError(f"{report.counts['errors']} upstream errors (see above).")
                 return
             time.sleep(max(options["every"] - elapsed, 0))
