@@ -203,6 +203,12 @@ def _as_code(value: Any) -> int | None:
     return None
 
 
+def a2a_error_answer(body: Any, http_status: int | None) -> GatewayAnswer | None:
+    """What an A2A cancel answer carrying a JSON-RPC error means, or None when it carries none."""
+    error = _a2a_rpc_error(body)
+    return None if error is None else _a2a_error_answer(error, http_status, "")
+
+
 def _a2a_error_answer(
     error: beeos_cloud_sdk.RuntimeMethodResponseError, http_status: int | None, code: str
 ) -> GatewayAnswer:

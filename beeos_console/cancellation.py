@@ -242,7 +242,7 @@ def _close(
     request.upstream = {"outcome": answer.outcome, **answer.upstream}
     request.finished_at = timezone.now()
     if result == UNCERTAIN:
-        _schedule_rechecks(request)
+        schedule_rechecks(request)
     request.save()
     _audit(target, actor, request, before, after, answer)
 
@@ -512,8 +512,8 @@ class Recheck:
     message: str = ""
 
 
-def _schedule_rechecks(request: CancelRequest) -> None:
-    """Called inside the transaction that records an uncertain answer."""
+def schedule_rechecks(request: CancelRequest) -> None:
+    """Called inside the transaction that records an uncertain answer (saved by the caller)."""
     request.checks = 0
     request.next_check_at = request.finished_at + RECHECK_AFTER[0]
     _enqueue_recheck(request)

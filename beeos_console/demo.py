@@ -117,6 +117,16 @@ OPERATION_MIX = {
 }
 OPERATION_ODD = ("rolled_back",)
 
+# The deliberately unmapped demo values (the audit lists them; nothing else should).
+UNMAPPED_DEMO_VALUES = {
+    "openapi": ("paused_by_ops",),
+    "a2a": ("TASK_STATE_UNSPECIFIED", "unknown", "TASK_STATE_ARCHIVED"),
+    "operation": OPERATION_ODD,
+}
+# Seed 003 names no ErrorInfo reason for -32010: the demo's is illustrative.
+LOST_AFTER_DISPATCH_REASON = "TASK_LOST_AFTER_DISPATCH"
+A2A_LOST_CANCEL_KEY = "demo-a2a-cancel-lost-after-dispatch"
+
 # Failed operations: (error code, retryMode) pairs that occur in practice.
 OPERATION_ERRORS = (
     ("INSTANCE_OFFLINE", "resubmit"),
@@ -150,13 +160,21 @@ class DemoData:
     messages: list[dict[str, Any]] = field(default_factory=list)
     operations: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
+    # Later snapshots of tasks above (written after the messages, e.g. paused -> canceled).
+    openapi_task_updates: list[dict[str, Any]] = field(default_factory=list)
+    # Cancels the console recorded, as (task, upstream JSON-RPC answer) descriptions.
+    console_cancels: list[dict[str, Any]] = field(default_factory=list)
 
 
 class DemoBuilder:
     """Builds one deterministic demo world around ``anchor`` (the 'now' of the demo)."""
 
-    def __init__(self, anchor: dt.datetime, seed: int = SEED) -> None:
+    def __init__(
+        self, anchor: dt.datetime, seed: int = SEED, *, with_unmapped: bool = False
+    ) -> None:
         self.anchor = anchor
+        # Off by default: freshly seeded demo data must pass the projection audit.
+        self.with_unmapped = with_unmapped
         self.rng = random.Random(seed)
         self.data = DemoData()
         self.agents = [f"agt_{self._token(12)}" for _ in AGENT_NAMES]
@@ -191,15 +209,125 @@ class DemoBuilder:
             self._product_task(raw)
         for raw in self._expand(OPERATION_MIX, OPERATION_ODD):
             self._operation(raw)
+        # Appended last so that every object above keeps its id from earlier demo versions.
+        self._state_truth_cases()
+        if not self.with_unmapped:
+            self._drop_unmapped()
         return self.data
+
+    def _drop_unmapped(self) -> None:
+        """Leave out the deliberately unknown values (after building, so ids stay stable)."""
+        data = self.data
+        gone: set[str] = set()
+
+        def keep_task(protocol: str, record: dict[str, Any], raw: Any, key: str) -> bool:
+            if task_states.project(protocol, raw).is_unmapped:
+                gone.add(record.get(key) or "")
+                return False
+            return True
+
+        data.openapi_tasks = [
+            t for t in data.openapi_tasks if keep_task("openapi", t, t["status"], "task_id")
+        ]
+        data.a2a_tasks = [
+            t for t in data.a2a_tasks if keep_task("a2a", t, t["status"]["state"], "contextId")
+        ]
+        data.openapi_task_updates = [
+            t
+            for t in data.openapi_task_updates
+            if not task_states.project("openapi", t["status"]).is_unmapped
+        ]
+        # An OpenAPI task's messages live in the channel named by its task_id.
+        data.messages = [m for m in data.messages if m.get("conversation_id") not in gone]
+        dropped_ops = {o["id"] for o in data.operations if not op_states.is_known(o.get("status"))}
+        data.operations = [o for o in data.operations if o["id"] not in dropped_ops]
+        data.events = [e for e in data.events if e.get("operationId") not in dropped_ops]
+
+    def _state_truth_cases(self) -> None:
+        """Issue #11's situations: what the projection must tell truthfully."""
+        # Operations whose effectState decides certainty (DESIGN.md, Runtime operation).
+        self._operation_variant(
+            "failed",
+            effect="outcome_unknown",
+            error={"code": "INSTANCE_OFFLINE", "effectState": "outcome_unknown"},
+            retry_mode="resubmit",
+        )
+        self._operation_variant(
+            "failed",
+            effect="committed",
+            error={"code": "RUNTIME_EXECUTION_FAILED", "effectState": "committed"},
+            retry_mode="resubmit",
+        )
+        self._operation_variant("cancelled", effect="committed", error={"effectState": "committed"})
+        # Accepted spellings that are not the tables' own (producer notes, not drift).
+        self._operation_variant("succeeded", status="Succeeded", effect="COMMITTED")
+        self._operation_variant("expired", retry_mode="Resubmit")
+        self._openapi_task("Completed")
+        self._product_task("Succeeded")
+        # A product producer's own failure details, as in the seed's example.
+        self._product_task(
+            "failed",
+            details={
+                "reason": "timeout",
+                "outcome_certainty": "uncertain",
+                "retry_policy": "manual_review",
+            },
+        )
+        # A reply envelope written with the foreign cancel spelling.
+        self._openapi_task("canceled", reply_state="canceled")
+        # Paused on the caller (its agent reply asked a question), then cancelled upstream.
+        paused_at = self.anchor - dt.timedelta(hours=5)
+        task = self._openapi_task("input_required", created=paused_at)
+        self.data.openapi_task_updates.append(
+            task
+            | {
+                "status": "canceled",
+                "updated_at": iso(paused_at + dt.timedelta(hours=1)),
+                "completed_at": iso(paused_at + dt.timedelta(hours=1)),
+            }
+        )
+        # An A2A cancel whose connection was lost after dispatch (seed 003: -32010):
+        # recorded as uncertain, never resent; the task still shows working.
+        view = self._a2a_task("working", created=self.anchor - dt.timedelta(hours=7))
+        message = "Connection lost after the task was dispatched; read the task, do not resend."
+        self.data.console_cancels.append(
+            {
+                "idempotency_key": A2A_LOST_CANCEL_KEY,
+                "protocol": task_states.A2A,
+                "task_id": view["id"],
+                "requested_by": "operator",
+                "reason": "customer asked to stop the calendar sync",
+                "http_status": 200,
+                "answer": {
+                    "jsonrpc": "2.0",
+                    "id": f"req_{self._token(12)}",
+                    "error": {
+                        "code": -32010,
+                        "message": message,
+                        "data": [
+                            {
+                                "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                                "reason": LOST_AFTER_DISPATCH_REASON,
+                                "domain": "cloud.beeos.ai",
+                                "metadata": {"code": "-32010", "message": message},
+                            }
+                        ],
+                    },
+                },
+            }
+        )
 
     # --- tasks ---------------------------------------------------------------
 
-    def _openapi_task(self, raw: str) -> None:
+    def _openapi_task(
+        self, raw: str, *, created: dt.datetime | None = None, reply_state: str | None = None
+    ) -> dict[str, Any]:
         idx = self.rng.randrange(len(AGENT_NAMES))
-        created = self._created()
+        created = self._created() if created is None else created
         projection = task_states.project(task_states.OPENAPI, raw)
-        stuck = raw == "running" and self.rng.random() < 0.35
+        # Branch on the table's own spelling, so `Completed` gets a completed task's story.
+        key = task_states.canonical_state(task_states.OPENAPI, raw) or raw
+        stuck = key == "running" and self.rng.random() < 0.35
         if stuck:  # processing for hours: what operators come to cancel
             created = self.anchor - dt.timedelta(hours=self.rng.uniform(3, 20))
         started = created + dt.timedelta(seconds=self.rng.uniform(0.4, 8))
@@ -214,13 +342,13 @@ class DemoBuilder:
             "created_at": iso(created),
             "deadline_at": iso(created + dt.timedelta(hours=2)),
         }
-        if raw != "queued":
+        if key != "queued":
             payload["started_at"] = iso(started)
         if projection.is_terminal:
             payload["completed_at"] = iso(ended)
-        if raw == "completed":
+        if key == "completed":
             payload["result"] = {"text": REPLIES[idx]}
-        elif raw == "failed":
+        elif key == "failed":
             payload["error"] = self.rng.choice(
                 (
                     "agent raised ToolError: upstream CRM returned 502",
@@ -228,12 +356,13 @@ class DemoBuilder:
                     "agent_lost: no heartbeat for 120s",
                 )
             )
-        elif raw == "timeout":
+        elif key == "timeout":
             payload["error"] = "task exceeded its deadline; the agent may still have acted"
-        elif raw == "rejected":
+        elif key == "rejected":
             payload["error"] = "agent_busy: the agent is at its concurrency limit"
         self.data.openapi_tasks.append(payload)
-        self._timeline(task_id, idx, raw, created, started, ended)
+        self._timeline(task_id, idx, key, created, started, ended, reply_state=reply_state)
+        return payload
 
     def _timeline(
         self,
@@ -243,8 +372,14 @@ class DemoBuilder:
         created: dt.datetime,
         started: dt.datetime,
         ended: dt.datetime,
+        *,
+        reply_state: str | None = None,
     ) -> None:
-        """A user request and the agent reply whose terminal state decided the task."""
+        """A user request and the agent reply whose terminal state decided the task.
+
+        ``raw`` is the table's own spelling; ``reply_state`` overrides the reply's
+        envelope state as written (e.g. the foreign ``canceled``).
+        """
         request_id = f"msg_{self._token(20)}"
         caller = self.rng.choice(self.users)
         self.data.messages.append(
@@ -314,7 +449,7 @@ class DemoBuilder:
             "sender": self.agents[idx],
             "reply_to": request_id,
             "body": body,
-            "state": state,
+            "state": reply_state or state,
             "created_at": iso(started + dt.timedelta(seconds=2)),
             "updated_at": iso(ended if state != "streaming" else started + dt.timedelta(seconds=2)),
         }
@@ -322,9 +457,9 @@ class DemoBuilder:
             reply["stop_reason"] = stop_reason
         self.data.messages.append(reply)
 
-    def _a2a_task(self, raw: str) -> None:
+    def _a2a_task(self, raw: str, *, created: dt.datetime | None = None) -> dict[str, Any]:
         idx = self.rng.randrange(len(AGENT_NAMES))
-        created = self._created()
+        created = self._created() if created is None else created
         if raw in ("working", "TASK_STATE_WORKING") and self.rng.random() < 0.4:
             created = self.anchor - dt.timedelta(hours=self.rng.uniform(2, 30))
         updated = created + dt.timedelta(seconds=self.rng.uniform(1, 600))
@@ -380,8 +515,9 @@ class DemoBuilder:
                 }
             ]
         self.data.a2a_tasks.append(view)
+        return view
 
-    def _product_task(self, raw: str) -> None:
+    def _product_task(self, raw: str, *, details: dict[str, str] | None = None) -> None:
         idx = self.rng.randrange(len(AGENT_NAMES))
         created = self._created()
         self.data.product_tasks.append(
@@ -389,6 +525,8 @@ class DemoBuilder:
                 "task_id": f"job_{self._token(20)}",
                 "agent_id": self.agents[idx],
                 "status": raw,
+                # Failure details beside status (seed example): reason, certainty, retry.
+                **(details or {}),
                 "metadata": {"producer": "billing-exporter v1.4", "agent_name": AGENT_NAMES[idx]},
                 "created_at": iso(created),
                 "updated_at": iso(created + dt.timedelta(minutes=self.rng.uniform(0.5, 30))),
@@ -404,6 +542,10 @@ class DemoBuilder:
         if raw in ("running", "projection_pending") and self.rng.random() < 0.5:
             created = self.anchor - dt.timedelta(hours=self.rng.uniform(2, 12))
         updated = created + dt.timedelta(seconds=self.rng.uniform(1, 90))
+        if raw == "projection_pending":
+            # Still converging: its last change is recent, within the audit's threshold
+            # (a stale projection_pending is a finding). No extra draw: ids stay stable.
+            updated = max(updated, self.anchor - (updated - created) * 10)
         instance = self.rng.choice(self.instances)
         agent = self.rng.choice(self.agents)
         if capability == "conversation.control":
@@ -474,6 +616,33 @@ class DemoBuilder:
             }
         self.data.operations.append(snapshot)
         self._events(op_id, method, raw, created, updated, error)
+
+    def _operation_variant(
+        self,
+        raw: str,
+        *,
+        status: str | None = None,
+        effect: str | None = None,
+        error: dict[str, str] | None = None,
+        retry_mode: str | None = None,
+    ) -> None:
+        """An operation of ``raw`` whose wire values then differ as given.
+
+        The error object is shared with its last event, so both say the same.
+        """
+        self._operation(raw)
+        snapshot = self.data.operations[-1]
+        if status is not None:
+            snapshot["status"] = status
+        if effect is not None:
+            snapshot["effectState"] = effect
+        wire_error = snapshot.get("error")
+        if wire_error is not None:
+            wire_error.update(error or {})
+            if error and "code" in error:
+                wire_error["message"] = error["code"].replace("_", " ").capitalize()
+            if retry_mode is not None:
+                wire_error["retryMode"] = retry_mode
 
     def _operation_error(self, raw: str, op_id: str, effect: str) -> dict[str, Any] | None:
         if raw == "failed":

@@ -3,7 +3,9 @@
 ``reproject_row`` is the one write path (used for one object and in bulk);
 ``changes`` streams what a re-projection would change (the dry run). Rows
 stamped by an older ``PROJECTION_VERSION`` are re-stamped even when their
-values agree.
+values agree. After a table change, ``manage.py reproject --apply --outdated``
+(and ``seed_demo`` on a demo database) re-projects the rows the old tables
+stamped.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ SHOWN_CHANGES = 200
 
 def expected_for(kind: str, obj: Any) -> Projection:
     if kind == "task":
-        return task_states.project(obj.protocol, obj.raw_state)
+        return obj.expected_projection
     if kind == "message":
         return task_states.project_message(obj.state, stop_reason=obj.stop_reason)
     return project_operation_row(obj)
@@ -82,12 +84,21 @@ def reproject_row(kind: str, pk: int, *, actor: Actor) -> dict[str, list[Any]]:
         return changes
 
 
-def changes(chunk: int = CHUNK) -> Iterator[tuple[str, Any, dict[str, list[Any]]]]:
-    """Every row whose projection would change, streamed in primary-key chunks."""
+def changes(
+    chunk: int = CHUNK, *, outdated_only: bool = False
+) -> Iterator[tuple[str, Any, dict[str, list[Any]]]]:
+    """Every row whose projection would change, streamed in primary-key chunks.
+
+    ``outdated_only``: just the rows an older table version stamped (a drifted
+    row of today's version is the audit's finding to explain, not to overwrite).
+    """
     for kind, model in KINDS.items():
+        base = model.objects.all()
+        if outdated_only:
+            base = base.filter(projection_version__lt=PROJECTION_VERSION)
         last = 0
         while True:
-            rows = list(model.objects.filter(pk__gt=last).order_by("pk")[:chunk])
+            rows = list(base.filter(pk__gt=last).order_by("pk")[:chunk])
             if not rows:
                 break
             last = rows[-1].pk
@@ -100,12 +111,16 @@ def changes(chunk: int = CHUNK) -> Iterator[tuple[str, Any, dict[str, list[Any]]
 
 
 def run(
-    *, actor: Actor, apply: bool, progress: Callable[[str], None] | None = None
+    *,
+    actor: Actor,
+    apply: bool,
+    progress: Callable[[str], None] | None = None,
+    outdated_only: bool = False,
 ) -> dict[str, Any]:
     """Dry run (``apply=False``) or re-project every drifted / outdated row."""
     counts: Counter[str] = Counter()
     shown: list[dict[str, Any]] = []
-    for kind, obj, found in changes():
+    for kind, obj, found in changes(outdated_only=outdated_only):
         counts[kind] += 1
         if len(shown) < SHOWN_CHANGES:
             shown.append(

@@ -5,20 +5,25 @@ from __future__ import annotations
 import csv
 import io
 import json
-from datetime import timedelta
+import re
+from datetime import datetime, timedelta
 
 import pytest
 from django.core.management import call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from beeos_console import projection_audit, reprojection
 from beeos_console.audit import Actor
+from beeos_console.gateway import ACCEPTED, Gateway, GatewayAnswer
 from beeos_console.models import AuditEntry, ProjectionJob
 from beeos_console.states import PROJECTION_VERSION
 from operations.models import RuntimeOperation
 from tasks.models import Message, Task
+from tasks.services import cancel_task, ingest_openapi_task, ingest_product_task
 
-from .factories import make_message, make_operation, make_task
+from .factories import FEEDER, iso, make_message, make_operation, make_task, openapi_task
 
 pytestmark = pytest.mark.django_db
 ADA = Actor("ada-admin")
@@ -142,9 +147,7 @@ class TestNotesDoNotFail:
         british = make_task("cancelled")
         report = projection_audit.sweep()
         assert silent.task_id in [e["id"] for e in report.categories["missing_evidence"].examples]
-        assert [e["id"] for e in report.categories["producer_spelling"].examples] == [
-            british.task_id
-        ]
+        assert [e["id"] for e in report.categories["producer_note"].examples] == [british.task_id]
         assert not report.failing
         code, out = run_command()
         assert code == 0 and "all projections are true" in out
@@ -256,3 +259,236 @@ class TestAuditLog:
             {"action": "delete_selected", "_selected_action": [entry.pk]},
         ).status_code in (200, 302, 403)
         assert AuditEntry.objects.filter(pk=entry.pk, reason="").exists()
+
+
+# --- issue #11, "State truth" ------------------------------------------------------------
+
+
+def op_error(code: str, effect: str, mode: str) -> dict[str, str]:
+    return {"code": code, "message": code.lower(), "effectState": effect, "retryMode": mode}
+
+
+class TestProducerDetails:
+    def test_a_product_producers_failure_details_are_todays_projection(self):
+        now = timezone.now()
+        task = ingest_product_task(
+            {
+                "task_id": "job_export_7",
+                "agent_id": "agt_billing",
+                "status": "failed",
+                "reason": "timeout",
+                "outcome_certainty": "uncertain",
+                "retry_policy": "manual_review",
+                "created_at": now.isoformat(),
+            },
+            actor=Actor.feeder("billing"),
+        ).obj
+        assert (task.reason, task.outcome_certainty) == ("timeout", "uncertain")
+        with CaptureQueriesContext(connection) as queries:
+            assert found("drift") == []
+        # Only the detail keys are read from payloads, never a whole payload.
+        task_reads = [q["sql"] for q in queries if 'FROM "tasks_task"' in q["sql"]]
+        assert task_reads and not any(re.search(r'"raw_payload"(?!\s*->)', s) for s in task_reads)
+        # A stored projection that drops the producer's uncertainty is drift.
+        Task.objects.filter(pk=task.pk).update(reason="error", outcome_certainty="certain")
+        [example] = projection_audit.sweep().categories["drift"].examples
+        assert example["drift"]["reason"] == ["error", "timeout"]
+        assert example["drift"]["outcome_certainty"] == ["certain", "uncertain"]
+
+
+class TestOperationEffectState:
+    def test_an_old_overclaiming_projection_is_drift_until_reprojected(self):
+        op = make_operation(
+            "failed",
+            effectState="outcome_unknown",
+            error=op_error("INSTANCE_OFFLINE", "outcome_unknown", "resubmit"),
+        )
+        assert (op.outcome_certainty, op.retry_policy) == ("uncertain", "manual_review")
+        # What table v1 stamped: certain and safe to retry, though the effect may have happened.
+        RuntimeOperation.objects.filter(pk=op.pk).update(
+            projection_version=1,
+            outcome_certainty="certain",
+            retry_policy="safe_to_retry",
+            projection_rule="operation:failed+code+retry:resubmit",
+        )
+        report = projection_audit.sweep()
+        [example] = report.categories["drift"].examples
+        assert example["id"] == op.operation_id
+        assert example["drift"]["retry_policy"] == ["safe_to_retry", "manual_review"]
+        assert report.categories["outdated_version"].count == 0 and report.failing
+
+        out = io.StringIO()
+        call_command("reproject", "--outdated", stdout=out)
+        assert "Dry run: 1 operations would change" in out.getvalue()
+        assert RuntimeOperation.objects.get(pk=op.pk).projection_version == 1
+        call_command("reproject", "--outdated", "--apply", stdout=io.StringIO())
+        op.refresh_from_db()
+        assert (op.outcome_certainty, op.retry_policy) == ("uncertain", "manual_review")
+        assert op.projection_version == PROJECTION_VERSION
+        entry = AuditEntry.objects.get(action="operation.reprojected")
+        assert (entry.actor, entry.actor_kind) == ("reproject (command line)", "system")
+        assert entry.before["retry_policy"] == "safe_to_retry"
+        assert entry.after["retry_policy"] == "manual_review"
+        assert not projection_audit.sweep().failing
+
+    def test_the_error_objects_effect_state_counts_too(self):
+        op = make_operation(
+            "failed",
+            effectState="failed",
+            error=op_error("RUNTIME_EXECUTION_FAILED", "outcome_unknown", "resubmit"),
+        )
+        RuntimeOperation.objects.filter(pk=op.pk).update(
+            outcome_certainty="certain",
+            retry_policy="safe_to_retry",
+            projection_rule="operation:failed+code+retry:resubmit",
+        )
+        [example] = projection_audit.sweep().categories["drift"].examples
+        assert example["id"] == op.operation_id
+        assert example["drift"]["outcome_certainty"] == ["certain", "uncertain"]
+
+    def test_an_effect_state_no_table_knows_is_unmapped_beside_status(self):
+        op = make_operation("failed", effectState="half_applied")
+        report = projection_audit.sweep()
+        [example] = report.categories["unmapped"].examples
+        assert (example["id"], example["field"], example["value"]) == (
+            op.operation_id,
+            "effectState",
+            "half_applied",
+        )
+        groups = report.to_json()["unmapped_groups"]
+        assert [(g["kind"], g["protocol"], g["raw_value"]) for g in groups] == [
+            ("operation", "effectState", "half_applied")
+        ]
+        code, out = run_command()
+        assert code == 1 and "effectState 'half_applied'" in out
+
+
+class TestProducerNotes:
+    def test_every_non_canonical_spelling_is_a_note_not_drift(self, client, admin_user):
+        upper = make_task("Completed")
+        cancelled = make_task("canceled")
+        reply = make_message(cancelled, state="canceled", stop_reason="user_stop")
+        op = make_operation(
+            "Succeeded", effectState="COMMITTED", projection={"revision": "2", "state": "synced"}
+        )
+        expired = make_operation(
+            "expired",
+            effectState="expired",
+            error=op_error("COMMAND_EXPIRED", "expired", "Resubmit"),
+        )
+        report = projection_audit.sweep()
+        notes = {e["id"]: e["note"] for e in report.categories["producer_note"].examples}
+        assert notes == {
+            upper.task_id: "letter case",
+            reply.message_id: "foreign cancel spelling",
+            op.operation_id: "status: letter case; effectState: letter case",
+            expired.operation_id: "retryMode: letter case",
+        }
+        assert not report.failing and report.categories["drift"].count == 0
+        assert run_command()[0] == 0
+        client.force_login(admin_user)
+        page = client.get("/audit/projections/").content.decode()
+        assert "Producer notes" in page and "status: letter case; effectState: letter case" in page
+
+    def test_operation_invariants_read_any_spelling(self, settings):
+        settings.CONSOLE_STUCK_AFTER_MINUTES = 30
+        unsynced = make_operation("Succeeded", projection={"revision": "3", "state": "pending"})
+        make_operation("SUCCEEDED", projection={"revision": "3", "state": "Synced"})
+        stale = make_operation("Projection_Pending", terminal=False)
+        RuntimeOperation.objects.filter(pk=stale.pk).update(
+            updated_at=timezone.now() - timedelta(hours=2)
+        )
+        report = projection_audit.sweep()
+        assert [e["id"] for e in report.categories["succeeded_not_synced"].examples] == [
+            unsynced.operation_id
+        ]
+        assert [e["id"] for e in report.categories["projection_pending_stale"].examples] == [
+            stale.operation_id
+        ]
+
+
+class AcceptingUpstream(Gateway):
+    """BeeOS answering 202: the cancel is accepted, its effect follows in a later snapshot."""
+
+    name = "beeos"
+
+    def cancel_task(self, task, *, idempotency_key: str, reason: str) -> GatewayAnswer:
+        return GatewayAnswer(ACCEPTED, "BeeOS accepted the cancel.", 202)
+
+    def cancel_operation(self, op, *, idempotency_key, reason, requested_by) -> GatewayAnswer:
+        raise NotImplementedError
+
+    def reread_task(self, task) -> None:
+        """The next snapshot arrives by itself (the test ingests it)."""
+
+    def reread_operation(self, op) -> None:
+        raise NotImplementedError
+
+
+def later(task, status: str, at: datetime, **extra) -> None:
+    """A newer upstream snapshot of ``task`` (audited as a state change)."""
+    ingest_openapi_task(
+        openapi_task(status, task_id=task.task_id, updated_at=iso(at), **extra), actor=FEEDER
+    )
+
+
+class TestEvidenceRules:
+    def test_a_reply_that_paused_the_task_decides_nothing(self):
+        now = timezone.now()
+        paused = make_task("input_required", now=now - timedelta(hours=2))
+        make_message(paused, body="Which account?", created_at=iso(now - timedelta(hours=1)))
+        later(paused, "timeout", now - timedelta(minutes=30))
+        assert found("evidence_mismatch") == []
+        # Paused by a change the mirror saw; a reply after the pause still decides.
+        task = make_task("running", now=now - timedelta(hours=3))
+        make_message(task, body="Which date?", created_at=iso(now - timedelta(hours=2)))
+        later(task, "input_required", now - timedelta(hours=2) + timedelta(minutes=1))
+        make_message(
+            task, state="failed", stop_reason="error", created_at=iso(now + timedelta(minutes=1))
+        )
+        later(task, "completed", now + timedelta(minutes=2))
+        report = projection_audit.sweep()
+        [example] = report.categories["evidence_mismatch"].examples
+        assert (example["id"], example["reply_says"]) == (task.task_id, "failed")
+
+    def test_the_consoles_own_cancel_outranks_earlier_replies(self):
+        now = timezone.now()
+        task = make_task("running", now=now - timedelta(hours=1))
+        make_message(
+            task, state="failed", stop_reason="error", created_at=iso(now - timedelta(minutes=30))
+        )
+        fine = make_task("completed", now=now - timedelta(hours=1))
+        make_message(fine, created_at=iso(now - timedelta(minutes=30)))
+        with CaptureQueriesContext(connection) as queries:
+            assert found("evidence_mismatch") == []  # not terminal yet: nothing to check
+        assert not [q for q in queries if "console_auditentry" in q["sql"]]
+        outcome = cancel_task("openapi", task.task_id, actor=Actor("olga"), reason="stuck")
+        assert outcome.result == "cancelled"
+        with CaptureQueriesContext(connection) as queries:
+            report = projection_audit.sweep()
+        assert not report.failing
+        # The audit log is read once, for the one task the cheap check doubted.
+        assert len([q for q in queries if "console_auditentry" in q["sql"]]) == 1
+
+    def test_an_accepted_console_cancel_counts_by_the_consoles_clock(self):
+        now = timezone.now()
+        task = make_task("running", now=now - timedelta(hours=2))
+        make_message(task, created_at=iso(now - timedelta(minutes=30)))
+        outcome = cancel_task(
+            "openapi", task.task_id, actor=Actor("olga"), reason="stuck", gw=AcceptingUpstream()
+        )
+        assert outcome.result == "cancel_requested"
+        # The upstream's snapshot is stamped by a clock behind the agent's reply.
+        later(task, "canceled", now - timedelta(hours=1))
+        assert found("evidence_mismatch") == []
+
+    def test_an_upstream_cancel_outranks_replies_written_before_it(self):
+        now = timezone.now()
+        at = now - timedelta(hours=1)
+        early = make_task("canceled", now=now - timedelta(hours=2), updated_at=iso(at))
+        make_message(early, created_at=iso(at - timedelta(minutes=20)))
+        assert found("evidence_mismatch") == []
+        # A reply finished after the cancel is still evidence against it.
+        late = make_task("canceled", now=now - timedelta(hours=2), updated_at=iso(at))
+        make_message(late, created_at=iso(at + timedelta(minutes=20)))
+        assert found("evidence_mismatch") == [late.task_id]

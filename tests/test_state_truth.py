@@ -290,8 +290,10 @@ def test_task_projection_is_total_and_never_overclaims(state, evidence):
     if projection.outcome_certainty == "uncertain":
         assert projection.retry_policy == "manual_review"
     bare = task_states.project(protocol, raw)
-    # Evidence never turns an uncertain outcome certain, nor changes the status.
-    assert projection.status == bare.status
+    # Evidence never turns an uncertain outcome certain, nor changes a task's status
+    # (a message's stop_reason may: cancelled + timeout is an uncertain failure).
+    if protocol != "message":
+        assert projection.status == bare.status
     if bare.outcome_certainty == "uncertain":
         assert projection.outcome_certainty == "uncertain"
     if isinstance(raw, str):

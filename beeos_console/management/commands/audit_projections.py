@@ -1,8 +1,9 @@
 """`manage.py audit_projections`: is every product status true to its raw state?
 
 Exit status 0 when there is no drift, unmapped value or broken invariant, 1
-otherwise (missing evidence and producer notes are reported but do not fail
-it), so cron and monitoring can use it. Tables are streamed in chunks.
+otherwise (missing evidence, producer notes and rows of an older table version
+are reported but do not fail it), so cron and monitoring can use it. Tables are
+streamed in chunks.
 """
 
 from __future__ import annotations
@@ -85,9 +86,13 @@ class Command(BaseCommand):
             mark = ("FAIL" if count else "ok  ") if failing else "note"
             self.stdout.write(f"  {mark} {label}: {count:,}")
             for example in report.categories[name].examples[:3] if count else []:
+                said = example.get("note") or (
+                    f"{example['field']} {example['value']!r}" if example.get("field") else ""
+                )
                 self.stdout.write(
                     f"         {example['kind']} {example['id']} "
                     f"(raw {example.get('raw')!r}, status {example.get('status')})"
+                    + (f": {said}" if said else "")
                 )
         for group in report.to_json()["unmapped_groups"][:10]:
             self.stdout.write(
