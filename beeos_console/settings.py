@@ -1,8 +1,8 @@
 """Settings for the BeeOS Operator Console, all from the environment.
 
-Defaults are for the zero-setup demo only (SQLite under var/, DEBUG on).
-Production: DEBUG=0, a real SECRET_KEY, ALLOWED_HOSTS, DATABASE_URL to
-PostgreSQL; `manage.py check --deploy` is then clean.
+Defaults are for the zero-setup demo only (the embedded PostgreSQL under
+var/pg, DEBUG on). Production: DEBUG=0, a real SECRET_KEY, ALLOWED_HOSTS,
+DATABASE_URL to PostgreSQL; `manage.py check --deploy` is then clean.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+
+from beeos_console.core import embedded_postgres
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -55,7 +57,15 @@ INSTALLED_APPS = [
     "django_tasks",
     "django_tasks_db",
     "django_htmx",
-    "beeos_console",
+    # The console's own packages (DESIGN.md, "Layout"); their tables share the
+    # app label "console" (beeos_console.core owns the migrations).
+    "beeos_console.core.apps.ConsoleConfig",
+    "beeos_console.auditlog.apps.AuditlogConfig",
+    "beeos_console.mirror.apps.MirrorConfig",
+    "beeos_console.cancels.apps.CancelsConfig",
+    "beeos_console.upstream.apps.UpstreamConfig",
+    "beeos_console.projection.apps.ProjectionConfig",
+    "beeos_console.demo.apps.DemoConfig",
     "tasks",
     "operations",
 ]
@@ -86,20 +96,29 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "beeos_console.context_processors.console",
+                "beeos_console.cancels.context_processors.console",
             ],
         },
     },
 ]
 
-_DEFAULT_DB = f"sqlite:///{BASE_DIR / 'var' / 'console.sqlite3'}"
+# PostgreSQL everywhere (DESIGN.md). Without DATABASE_URL: the embedded server
+# under var/pg that `make run` and `make test` start (nothing is started here).
+_DATABASE_URL = os.environ.get("DATABASE_URL", "")
+if not _DATABASE_URL and not DEBUG:
+    raise ImproperlyConfigured("DATABASE_URL must be set when DEBUG is off.")
 DATABASES = {
     "default": dj_database_url.parse(
-        os.environ.get("DATABASE_URL", _DEFAULT_DB),
+        _DATABASE_URL or embedded_postgres.database_url(),
         conn_max_age=int(os.environ.get("DB_CONN_MAX_AGE", "60")),
         conn_health_checks=True,
     )
 }
+if DATABASES["default"]["ENGINE"] not in {
+    "django.db.backends.postgresql",
+    "django.contrib.gis.db.backends.postgis",
+}:
+    raise ImproperlyConfigured("DATABASE_URL must point to PostgreSQL (postgres://...).")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -148,12 +167,12 @@ if env_bool("USE_X_FORWARDED_PROTO", False):
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "beeos_console.tokens.ApiTokenAuthentication",
+        "beeos_console.core.tokens.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": [
         "rest_framework.permissions.IsAuthenticated",
-        "beeos_console.api.IsSupport",
+        "beeos_console.core.api.IsSupport",
     ],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

@@ -1,24 +1,42 @@
+"""URL roots: every page, the REST API, the webhook receiver and the probes."""
+
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework import routers
 
-from . import audit_views, cancel_views, views
+from beeos_console.auditlog import views as auditlog_views
+from beeos_console.auditlog.api import AuditEntryViewSet
+from beeos_console.cancels import views as cancel_views
+from beeos_console.core import views as core_views
+from beeos_console.dashboard import views as dashboard_views
+from beeos_console.ingest.views import IngestView
+from beeos_console.projection import views as projection_views
+from beeos_console.upstream.webhooks import beeos_webhook
+from operations.api.views import RuntimeOperationEventViewSet, RuntimeOperationViewSet
+from tasks.api.views import MessageViewSet, TaskViewSet
 
+# The audit log and the projection audit share the admin's "audit" section.
 audit_patterns = (
     [
-        path("log/", audit_views.AuditLogView.as_view(), name="log"),
-        path("log/export.csv", audit_views.audit_log_csv, name="log-csv"),
-        path("projections/", audit_views.projection_audit_view, name="projections"),
-        path("projections/jobs/", audit_views.projection_job_start, name="projection-start"),
-        path("projections/jobs/<int:pk>/", audit_views.projection_job_view, name="projection-job"),
+        path("log/", auditlog_views.AuditLogView.as_view(), name="log"),
+        path("log/export.csv", auditlog_views.audit_log_csv, name="log-csv"),
+        path("projections/", projection_views.projection_audit_view, name="projections"),
+        path("projections/jobs/", projection_views.projection_job_start, name="projection-start"),
+        path(
+            "projections/jobs/<int:pk>/",
+            projection_views.projection_job_view,
+            name="projection-job",
+        ),
         path(
             "projections/reproject/<str:kind>/<int:pk>/",
-            audit_views.reproject_one_view,
+            projection_views.reproject_one_view,
             name="reproject-one",
         ),
         path(
             "projections/reproject/<str:kind>/",
-            audit_views.reproject_lookup,
+            projection_views.reproject_lookup,
             name="reproject-lookup",
         ),
     ],
@@ -33,10 +51,27 @@ bulk_patterns = (
     "bulk",
 )
 
+router = routers.DefaultRouter()
+# Both /cancel and /cancel/ (scripts rarely add the slash; a POST cannot follow a 301).
+router.trailing_slash = "/?"
+router.register("tasks", TaskViewSet, basename="task")
+router.register("messages", MessageViewSet, basename="message")
+router.register("operations", RuntimeOperationViewSet, basename="operation")
+router.register("operation-events", RuntimeOperationEventViewSet, basename="operation-event")
+router.register("audit-entries", AuditEntryViewSet, basename="audit-entry")
+
+api_patterns = [
+    path("v1/ingest/", IngestView.as_view(), name="api-ingest"),
+    path("v1/webhooks/beeos/", beeos_webhook, name="api-webhook-beeos"),
+    path("v1/", include(router.urls)),
+    path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+]
+
 urlpatterns = [
-    path("", views.dashboard, name="dashboard"),
-    path("healthz", views.healthz, name="healthz"),
-    path("readyz", views.readyz, name="readyz"),
+    path("", dashboard_views.dashboard, name="dashboard"),
+    path("healthz", core_views.healthz, name="healthz"),
+    path("readyz", core_views.readyz, name="readyz"),
     path(
         "login/",
         auth_views.LoginView.as_view(template_name="registration/login.html"),
@@ -44,7 +79,7 @@ urlpatterns = [
     ),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
-    path("api/", include("beeos_console.api_urls")),
+    path("api/", include(api_patterns)),
     path("", include("tasks.urls")),
     path("", include("operations.urls")),
     path("audit/", include(audit_patterns)),

@@ -30,7 +30,7 @@ django.setup()
 
 from django.conf import settings  # noqa: E402
 
-from beeos_console import projection_audit  # noqa: E402
+from beeos_console.projection import audit as projection_audit
 
 TARGET_SECONDS = 120
 

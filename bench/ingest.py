@@ -50,7 +50,7 @@ from django.conf import settings  # noqa: E402
 from django.contrib.auth.models import User  # noqa: E402
 from django.test import Client  # noqa: E402
 
-from beeos_console import tokens  # noqa: E402
+from beeos_console.core import tokens
 from bench.load import FEEDER_USER  # noqa: E402
 from tasks.models import Task  # noqa: E402
 

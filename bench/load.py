@@ -42,7 +42,7 @@ from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 
-from beeos_console.states import PROJECTION_VERSION  # noqa: E402
+from beeos_console.mirror.states import PROJECTION_VERSION
 from operations import states as op_states  # noqa: E402
 from tasks import states as task_states  # noqa: E402
 

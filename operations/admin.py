@@ -1,12 +1,12 @@
 from django.contrib import admin
 
-from beeos_console.admin import MirrorAdmin
+from beeos_console.core.admin import ReadOnlyAdmin
 
 from .models import RuntimeOperation, RuntimeOperationEvent
 
 
 @admin.register(RuntimeOperation)
-class RuntimeOperationAdmin(MirrorAdmin):
+class RuntimeOperationAdmin(ReadOnlyAdmin):
     list_display = (
         "operation_id",
         "method",
@@ -22,7 +22,7 @@ class RuntimeOperationAdmin(MirrorAdmin):
 
 
 @admin.register(RuntimeOperationEvent)
-class RuntimeOperationEventAdmin(MirrorAdmin):
+class RuntimeOperationEventAdmin(ReadOnlyAdmin):
     list_display = ("operation_id_raw", "event_id", "type", "sequence", "recorded_at", "outcome")
     raw_id_fields = ("operation",)
     show_full_result_count = False

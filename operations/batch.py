@@ -1,4 +1,4 @@
-"""Set-based writes of runtime operations and their events (see ``beeos_console.batch``).
+"""Set-based writes of runtime operations and their events (see ``beeos_console.mirror.batch``).
 
 Same rules as ``operations.services`` (the same ``decide_*``/``apply_*``
 functions), one locked read and one or two writes per table per call.
@@ -9,8 +9,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from decimal import Decimal
 
-from beeos_console import counters
-from beeos_console.batch import Batch, in_keys, insert_rows, link_orphans, lock_by_key, upsert_by_pk
+from beeos_console.mirror import counters
+from beeos_console.mirror.batch import (
+    Batch,
+    in_keys,
+    insert_rows,
+    link_orphans,
+    lock_by_key,
+    upsert_by_pk,
+)
 
 from .models import RuntimeOperation, RuntimeOperationEvent
 from .services import (

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from django.db import models
 
-from beeos_console.models import Projected
+from beeos_console.mirror.models import Projected
 
 from . import states
 

@@ -16,12 +16,13 @@ from typing import Any
 
 from django.db import transaction
 
-from beeos_console import audit, counters
-from beeos_console.audit import Actor
-from beeos_console.cancellation import CancelOutcome, CancelTarget, request_cancel
-from beeos_console.gateway import Gateway, GatewayAnswer
-from beeos_console.mirror import IngestResult, Outcome, Reader, digest, json_safe
-from beeos_console.states import Projection
+from beeos_console.auditlog import services as audit
+from beeos_console.auditlog.services import Actor
+from beeos_console.cancels.engine import CancelOutcome, CancelTarget, request_cancel
+from beeos_console.cancels.gateways import Gateway, GatewayAnswer
+from beeos_console.mirror import counters
+from beeos_console.mirror.edge import IngestResult, Outcome, Reader, digest, json_safe
+from beeos_console.mirror.states import Projection
 
 from . import states
 from .models import RuntimeOperation, RuntimeOperationEvent

@@ -14,7 +14,7 @@ from typing import Final
 
 from beeos_sdk.models import ServiceRuntimeMethod
 
-from beeos_console.states import (
+from beeos_console.mirror.states import (
     CANCELLED,
     CERTAIN,
     COMPLETED,

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from beeos_console import cancel_views
+from beeos_console.cancels import views as cancel_views
 
 from . import views
 

@@ -6,16 +6,17 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
-from beeos_console import roles
-from beeos_console.cancellation import new_idempotency_key
-from beeos_console.listing import KeysetListView
-from beeos_console.models import AuditEntry, CancelRequest
-from beeos_console.permissions import RoleRequiredMixin, role_required
+from beeos_console.auditlog.models import AuditEntry
+from beeos_console.cancels.engine import new_idempotency_key
+from beeos_console.cancels.models import CancelRequest
+from beeos_console.core import roles
+from beeos_console.core.listing import KeysetListView
+from beeos_console.core.permissions import RoleRequiredMixin, role_required
+from operations.filtersets import OPERATION_SORTS, RuntimeOperationFilterSet
+from operations.tables import COLUMNS, operation_table
 
 from . import states
-from .filters import OPERATION_SORTS, RuntimeOperationFilterSet
 from .models import RuntimeOperation
-from .rows import COLUMNS, operation_table
 from .services import project_operation_row
 
 EVENT_ROWS = 500

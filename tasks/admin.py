@@ -1,12 +1,12 @@
 from django.contrib import admin
 
-from beeos_console.admin import MirrorAdmin
+from beeos_console.core.admin import ReadOnlyAdmin
 
 from .models import Artifact, Message, Task, WebhookEvent
 
 
 @admin.register(Task)
-class TaskAdmin(MirrorAdmin):
+class TaskAdmin(ReadOnlyAdmin):
     list_display = (
         "task_id",
         "protocol",
@@ -21,7 +21,7 @@ class TaskAdmin(MirrorAdmin):
 
 
 @admin.register(Message)
-class MessageAdmin(MirrorAdmin):
+class MessageAdmin(ReadOnlyAdmin):
     list_display = ("message_id", "type", "state", "stop_reason", "conversation_id", "created_at")
     search_fields = ("=message_id", "=conversation_id")
     raw_id_fields = ("task",)
@@ -29,13 +29,13 @@ class MessageAdmin(MirrorAdmin):
 
 
 @admin.register(Artifact)
-class ArtifactAdmin(MirrorAdmin):
+class ArtifactAdmin(ReadOnlyAdmin):
     list_display = ("artifact_id", "name", "task")
     raw_id_fields = ("task",)
 
 
 @admin.register(WebhookEvent)
-class WebhookEventAdmin(MirrorAdmin):
+class WebhookEventAdmin(ReadOnlyAdmin):
     list_display = ("received_at", "type", "task_id", "status", "final", "scheme")
     search_fields = ("=task_id",)
     show_full_result_count = False

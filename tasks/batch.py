@@ -1,4 +1,4 @@
-"""Set-based writes of task snapshots and message envelopes (see ``beeos_console.batch``).
+"""Set-based writes of task snapshots and message envelopes (see ``beeos_console.mirror.batch``).
 
 Same rules as ``tasks.services`` (it asks the same ``decide_*``/``apply_*``
 functions), fewer statements: per call, one locked read and one or two writes
@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from beeos_console import counters
-from beeos_console.batch import (
+from beeos_console.mirror import counters
+from beeos_console.mirror.batch import (
     Batch,
     in_keys,
     insert_rows,

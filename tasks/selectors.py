@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from django.db.models import F
 from django.db.models.fields.tuple_lookups import Tuple, TupleLessThan
 
-from beeos_console.pagination import BadCursor, decode_cursor, encode_cursor
+from beeos_console.core.pagination import BadCursor, decode_cursor, encode_cursor
 
 from . import states
 from .models import Message, Task

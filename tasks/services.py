@@ -16,19 +16,13 @@ from typing import Any
 
 from django.db import transaction
 
-from beeos_console import audit, counters
-from beeos_console.audit import Actor
-from beeos_console.cancellation import CancelOutcome, CancelTarget, request_cancel
-from beeos_console.gateway import Gateway, GatewayAnswer
-from beeos_console.mirror import (
-    IngestResult,
-    Outcome,
-    Reader,
-    digest,
-    is_older,
-    json_safe,
-)
-from beeos_console.states import PROCESSING, QUEUED, Projection
+from beeos_console.auditlog import services as audit
+from beeos_console.auditlog.services import Actor
+from beeos_console.cancels.engine import CancelOutcome, CancelTarget, request_cancel
+from beeos_console.cancels.gateways import Gateway, GatewayAnswer
+from beeos_console.mirror import counters
+from beeos_console.mirror.edge import IngestResult, Outcome, Reader, digest, is_older, json_safe
+from beeos_console.mirror.states import PROCESSING, QUEUED, Projection
 
 from . import states
 from .models import Artifact, Message, Task
@@ -644,7 +638,7 @@ def cancel_task(
     gw: Gateway | None = None,
     bulk: Any = None,
 ) -> CancelOutcome:
-    """Cancel one task safely (see ``beeos_console.cancellation``)."""
+    """Cancel one task safely (see ``beeos_console.cancels.engine``)."""
     return request_cancel(
         TaskCancelTarget(protocol, task_id),
         actor=actor,

@@ -15,7 +15,7 @@ from typing import Final
 
 from beeos_sdk.models import MessageState, StopReason, TaskStatus
 
-from beeos_console.states import (
+from beeos_console.mirror.states import (
     CANCELLED,
     CERTAIN,
     COMPLETED,

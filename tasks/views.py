@@ -6,16 +6,17 @@ from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from beeos_console import roles
-from beeos_console.cancellation import new_idempotency_key
-from beeos_console.listing import KeysetListView
-from beeos_console.models import AuditEntry, CancelRequest
-from beeos_console.permissions import RoleRequiredMixin, role_required
+from beeos_console.auditlog.models import AuditEntry
+from beeos_console.cancels.engine import new_idempotency_key
+from beeos_console.cancels.models import CancelRequest
+from beeos_console.core import roles
+from beeos_console.core.listing import KeysetListView
+from beeos_console.core.permissions import RoleRequiredMixin, role_required
+from tasks.filtersets import TASK_SORTS, MessageFilterSet, TaskFilterSet
+from tasks.tables import COLUMNS, MESSAGE_COLUMNS, TaskRows, message_table
 
 from . import selectors, services
-from .filters import TASK_SORTS, MessageFilterSet, TaskFilterSet
 from .models import Message, Task
-from .rows import COLUMNS, MESSAGE_COLUMNS, TaskRows, message_table
 
 TIMELINE_PAGE = 100
 TRAIL_ROWS = 50

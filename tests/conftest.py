@@ -7,8 +7,8 @@ import os
 import pytest
 from django.contrib.auth.models import Group
 
-from beeos_console import roles
-from beeos_console.audit import Actor
+from beeos_console.auditlog.services import Actor
+from beeos_console.core import roles
 
 
 @pytest.fixture(scope="session")

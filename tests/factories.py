@@ -6,7 +6,7 @@ import datetime as dt
 import itertools
 from typing import Any
 
-from beeos_console.audit import Actor
+from beeos_console.auditlog.services import Actor
 from operations.services import ingest_runtime_operation, ingest_runtime_operation_event
 from tasks.services import ingest_a2a_task, ingest_message, ingest_openapi_task
 

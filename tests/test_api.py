@@ -12,8 +12,9 @@ from django.contrib.auth.models import Group
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
-from beeos_console import tokens
-from beeos_console.models import ApiToken, AuditEntry
+from beeos_console.auditlog.models import AuditEntry
+from beeos_console.core import tokens
+from beeos_console.core.models import ApiToken
 from operations.models import RuntimeOperation
 from tasks.models import Message, Task
 

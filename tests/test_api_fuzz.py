@@ -19,7 +19,7 @@ from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.renderers import OpenApiJsonRenderer
 from hypothesis import HealthCheck, settings
 
-from beeos_console import tokens
+from beeos_console.core import tokens
 from beeos_console.wsgi import application
 
 _generated = SchemaGenerator().get_schema(request=None, public=True)

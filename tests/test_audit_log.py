@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from django.db import DatabaseError, connection, transaction
 
-from beeos_console import audit
-from beeos_console.audit import Actor
-from beeos_console.models import AppendOnlyError, AuditEntry
+from beeos_console.auditlog import services as audit
+from beeos_console.auditlog.models import AppendOnlyError, AuditEntry
+from beeos_console.auditlog.services import Actor
 
 pytestmark = pytest.mark.django_db
 

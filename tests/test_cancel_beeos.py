@@ -19,11 +19,13 @@ import pytest
 from django.db import connection
 from rest_framework.test import APIClient
 
-from beeos_console import tokens, upstream
-from beeos_console.audit import Actor
-from beeos_console.beeos_gateway import BeeOSGateway
-from beeos_console.gateway import LocalGateway
-from beeos_console.models import AuditEntry, CancelRequest
+from beeos_console.auditlog.models import AuditEntry
+from beeos_console.auditlog.services import Actor
+from beeos_console.cancels.gateways import LocalGateway
+from beeos_console.cancels.models import CancelRequest
+from beeos_console.core import tokens
+from beeos_console.upstream import clients as upstream
+from beeos_console.upstream.gateway import BeeOSGateway
 from operations.models import RuntimeOperation
 from operations.services import cancel_operation, ingest_runtime_operation
 from tasks.models import Task
@@ -406,8 +408,8 @@ def test_an_a2a_code_without_a_rule_is_uncertain_never_safe(standin, gw):
 
 def test_the_a2a_table_covers_the_design_rules():
     """DESIGN.md, Cancel rules: one row per code, in one table."""
-    from beeos_console import gateway as g
-    from beeos_console.beeos_gateway import A2A_CANCEL_ERRORS
+    from beeos_console.cancels import gateways as g
+    from beeos_console.upstream.gateway import A2A_CANCEL_ERRORS
 
     assert {code: rule.outcome for code, rule in A2A_CANCEL_ERRORS.items()} == {
         -32001: g.NOT_FOUND,

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from beeos_console.audit import Actor
-from beeos_console.cancellation import InvalidCancel
-from beeos_console.gateway import LocalGateway
-from beeos_console.models import AuditEntry, CancelRequest
+from beeos_console.auditlog.models import AuditEntry
+from beeos_console.auditlog.services import Actor
+from beeos_console.cancels.engine import InvalidCancel
+from beeos_console.cancels.gateways import LocalGateway
+from beeos_console.cancels.models import CancelRequest
 from operations.services import cancel_operation
 from tasks.services import cancel_task
 

@@ -15,8 +15,9 @@ from django.core.management import call_command
 from django.db import connection, transaction
 from django_tasks_db.models import DBTaskResult
 
-from beeos_console import gateway
-from beeos_console.cancellation import (
+from beeos_console.auditlog.models import AuditEntry
+from beeos_console.cancels import gateways as gateway
+from beeos_console.cancels.engine import (
     GAVE_UP,
     NOT_DUE,
     RECHECK_AFTER,
@@ -24,8 +25,9 @@ from beeos_console.cancellation import (
     recheck,
     resolve_uncertain_cancels,
 )
-from beeos_console.gateway import LocalGateway
-from beeos_console.models import AuditEntry, CancelRequest, StatusCount
+from beeos_console.cancels.gateways import LocalGateway
+from beeos_console.cancels.models import CancelRequest
+from beeos_console.mirror.models import StatusCount
 from tasks.models import Task
 from tests.standin import BeeOSStandIn
 
@@ -47,12 +49,12 @@ from .test_cancel_beeos import (
 
 pytestmark = pytest.mark.django_db
 
-RESOLVER_TASK = "beeos_console.cancellation.recheck_uncertain_cancel"
+RESOLVER_TASK = "beeos_console.cancels.engine.recheck_uncertain_cancel"
 
 
 @pytest.fixture(autouse=True)
 def timeouts(monkeypatch):
-    from beeos_console import upstream
+    from beeos_console.upstream import clients as upstream
 
     monkeypatch.setattr(upstream, "TIMEOUT", (1.0, 3.0))
 
@@ -407,4 +409,3 @@ def test_a_database_error_inside_the_local_cancel_is_not_sent_not_uncertain(monk
     assert not DBTaskResult.objects.filter(task_path=RESOLVER_TASK).exists()
     again = cancel(task, LocalGateway())
     assert again.result == "cancelled", again.message
-

@@ -10,8 +10,9 @@ from django.contrib.auth.models import Group
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
-from beeos_console import tokens
-from beeos_console.models import AuditEntry, BulkCancel, CancelRequest
+from beeos_console.auditlog.models import AuditEntry
+from beeos_console.cancels.models import BulkCancel, CancelRequest
+from beeos_console.core import tokens
 from operations.models import RuntimeOperation
 from tasks.models import Task
 

@@ -22,9 +22,10 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
-from beeos_console.audit import Actor
-from beeos_console.ingest import ingest_record, ingest_records
-from beeos_console.models import AuditEntry, StatusCount
+from beeos_console.auditlog.models import AuditEntry
+from beeos_console.auditlog.services import Actor
+from beeos_console.ingest.views import ingest_record, ingest_records
+from beeos_console.mirror.models import StatusCount
 from operations import states as op_states
 from operations.models import RuntimeOperation, RuntimeOperationEvent
 from tasks import states as task_states
@@ -340,7 +341,7 @@ def test_a_key_created_meanwhile_replays_the_call_record_by_record(caplog):
         {"kind": "openapi_task", "data": older},
         {"kind": "openapi_task", "data": {**older, "task_id": "tsk_calm"}},
     ]
-    with caplog.at_level(logging.WARNING, logger="beeos_console.ingest"):
+    with caplog.at_level(logging.WARNING, logger="beeos_console.ingest.views"):
         answers = ingest_records(records, FEEDER)
     thread.join()
 

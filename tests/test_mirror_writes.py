@@ -7,9 +7,9 @@ import random
 
 import pytest
 
-from beeos_console.mirror import IngestError, Outcome
-from beeos_console.models import AuditEntry
-from beeos_console.states import PROJECTION_VERSION
+from beeos_console.auditlog.models import AuditEntry
+from beeos_console.mirror.edge import IngestError, Outcome
+from beeos_console.mirror.states import PROJECTION_VERSION
 from operations.models import RuntimeOperation, RuntimeOperationEvent
 from operations.services import ingest_runtime_operation, ingest_runtime_operation_event
 from tasks.models import Artifact, Message, Task

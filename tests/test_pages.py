@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from beeos_console.audit import Actor
+from beeos_console.auditlog.services import Actor
 from tasks.services import ingest_openapi_task
 
 pytestmark = pytest.mark.django_db

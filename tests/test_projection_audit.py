@@ -14,11 +14,13 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from beeos_console import projection_audit, reprojection
-from beeos_console.audit import Actor
-from beeos_console.gateway import ACCEPTED, Gateway, GatewayAnswer
-from beeos_console.models import AuditEntry, ProjectionJob
-from beeos_console.states import PROJECTION_VERSION
+from beeos_console.auditlog.models import AuditEntry
+from beeos_console.auditlog.services import Actor
+from beeos_console.cancels.gateways import ACCEPTED, Gateway, GatewayAnswer
+from beeos_console.mirror.states import PROJECTION_VERSION
+from beeos_console.projection import audit as projection_audit
+from beeos_console.projection import reprojection
+from beeos_console.projection.models import ProjectionJob
 from operations.models import RuntimeOperation
 from tasks.models import Message, Task
 from tasks.services import cancel_task, ingest_openapi_task, ingest_product_task

@@ -9,15 +9,21 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
-from beeos_console import bulk, projection_audit
-from beeos_console.audit import Actor
-from beeos_console.demo import A2A_LOST_CANCEL_KEY, LOST_AFTER_DISPATCH_REASON, UNMAPPED_DEMO_VALUES
-from beeos_console.models import AuditEntry, CancelRequest
-from beeos_console.states import PROJECTION_VERSION
+from beeos_console.auditlog.models import AuditEntry
+from beeos_console.auditlog.services import Actor
+from beeos_console.cancels import bulk
+from beeos_console.cancels.models import CancelRequest
+from beeos_console.demo.builder import (
+    A2A_LOST_CANCEL_KEY,
+    LOST_AFTER_DISPATCH_REASON,
+    UNMAPPED_DEMO_VALUES,
+)
+from beeos_console.mirror.states import PROJECTION_VERSION
+from beeos_console.projection import audit as projection_audit
 from operations import states as op_states
 from operations.models import RuntimeOperation, RuntimeOperationEvent
 from tasks import states as task_states
-from tasks.filters import TaskFilterSet
+from tasks.filtersets import TaskFilterSet
 from tasks.models import Message, Task
 
 pytestmark = pytest.mark.django_db

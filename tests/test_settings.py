@@ -48,39 +48,8 @@ def test_demo_defaults_are_flagged_by_check_deploy():
     assert result.returncode != 0
 
 
-DEMO_INGEST = """
-import json, logging
-from django.contrib.auth.models import Group, User
-from django.test import Client
-from beeos_console import roles, tokens
-logging.basicConfig(level=logging.WARNING)
-user = User.objects.create_user("demo-feeder")
-user.groups.add(Group.objects.get_or_create(name=roles.FEEDER)[0])
-_, key = tokens.issue(user)
-task = {"task_id": "tsk_demo", "agent_id": "agt_1", "status": "running",
-        "updated_at": "2026-11-30T08:00:00Z"}
-done = {**task, "status": "completed", "updated_at": "2026-11-30T08:05:00Z"}
-records = [{"kind": "openapi_task", "data": task}, {"kind": "openapi_task", "data": {}},
-           {"kind": "openapi_task", "data": done}]
-response = Client().post(
-    "/api/v1/ingest/", json.dumps({"records": records}),
-    content_type="application/json", HTTP_AUTHORIZATION="Bearer " + key,
-)
-print(response.status_code, [r["result"] for r in response.json()["results"]])
-"""
-
-
-def test_the_sqlite_demo_ingests_one_by_one(tmp_path):
-    """The demo database is SQLite: the ingest API answers there too, without a
-    failed PostgreSQL-only batch in the log first."""
-    env = {
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'demo.sqlite3'}",
-        "DEBUG": "1",
-        "ALLOWED_HOSTS": "testserver",
-    }
-    migrated = run_manage("migrate", "--no-input", **env)
-    assert migrated.returncode == 0, migrated.stderr
-    result = run_manage("shell", "-c", DEMO_INGEST, **env)
-    assert result.returncode == 0, result.stderr
-    assert "200 ['created', 'rejected', 'updated']" in result.stdout
-    assert "rolled back" not in result.stderr
+def test_sqlite_is_refused():
+    """PostgreSQL everywhere: there is no SQLite branch to fall back to."""
+    result = run_manage("check", DATABASE_URL="sqlite:///demo.sqlite3", DEBUG="1")
+    assert result.returncode != 0
+    assert "PostgreSQL" in result.stderr

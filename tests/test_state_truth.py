@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rest_framework.test import APIClient
 
-from beeos_console import tokens
-from beeos_console.states import PRODUCT_STATUSES, UNMAPPED
+from beeos_console.core import tokens
+from beeos_console.mirror.states import PRODUCT_STATUSES, UNMAPPED
 from operations import states as op_states
 from tasks import states as task_states
 from tasks.models import Message, Task

@@ -23,10 +23,13 @@ from unittest.mock import ANY
 import pytest
 from django.core.management import CommandError, call_command
 
-from beeos_console import sync, tokens, upstream
-from beeos_console.management.commands import sync_beeos as command_module
-from beeos_console.models import AuditEntry, SyncCursor
-from beeos_console.sync import Syncer, message_envelope, parse_sse
+from beeos_console.auditlog.models import AuditEntry
+from beeos_console.core import tokens
+from beeos_console.upstream import clients as upstream
+from beeos_console.upstream import sync
+from beeos_console.upstream.management.commands import sync_beeos as command_module
+from beeos_console.upstream.models import SyncCursor
+from beeos_console.upstream.sync import Syncer, message_envelope, parse_sse
 from operations.models import RuntimeOperation, RuntimeOperationEvent
 from tasks.models import Message, Task
 from tests.factories import make_operation, make_task

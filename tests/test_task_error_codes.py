@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from beeos_console import tokens
-from beeos_console.audit import Actor
-from beeos_console.ingest import ingest_record, ingest_records
-from beeos_console.mirror import IngestError
+from beeos_console.auditlog.services import Actor
+from beeos_console.core import tokens
+from beeos_console.ingest.views import ingest_record, ingest_records
+from beeos_console.mirror.edge import IngestError
 from tasks.models import Task
 from tasks.services import parse_a2a_task, parse_openapi_task
 

@@ -9,7 +9,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from beeos_console.audit import Actor
+from beeos_console.auditlog.services import Actor
 from tasks.services import ingest_openapi_task
 
 from .factories import (
@@ -149,7 +149,7 @@ class TestKeysetPages:
         assert "not valid any more" in response.content.decode()
 
     def test_matching_count_is_capped(self, support, settings):
-        from beeos_console import pagination
+        from beeos_console.core import pagination
 
         for i in range(5):
             make_task(minutes_ago=i)

@@ -8,9 +8,9 @@ import pytest
 from django.contrib.auth.models import Group
 from playwright.sync_api import Page, expect
 
-from beeos_console import roles
-from beeos_console.audit import Actor
-from beeos_console.models import AuditEntry
+from beeos_console.auditlog.models import AuditEntry
+from beeos_console.auditlog.services import Actor
+from beeos_console.core import roles
 from tasks.models import Task
 from tasks.services import ingest_openapi_task
 

@@ -13,8 +13,8 @@ import pytest
 from django.contrib.auth.models import Group
 from playwright.sync_api import Page, expect
 
-from beeos_console import roles
-from beeos_console.audit import Actor
+from beeos_console.auditlog.services import Actor
+from beeos_console.core import roles
 from operations.services import ingest_runtime_operation
 from tasks.services import ingest_message, ingest_openapi_task, ingest_product_task
 

@@ -1,0 +1,182 @@
+"""Bulk cancel: preview what a selection would do, then run it on the task framework.
+
+The preview splits a selection into what will be cancelled and what will be
+skipped (and why). Starting a batch needs the typed confirmation that matches
+the *current* count ("cancel 240 tasks"); the batch then runs on a
+django-tasks worker (database backend), one audited cancel per item through
+the same engine as a single cancel, with progress stored on the batch.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from django.db import transaction
+from django.db.models import F, QuerySet
+from django.utils import timezone
+from django_tasks import task as background_task
+
+from beeos_console.auditlog import services as audit
+from beeos_console.auditlog.services import Actor
+from beeos_console.cancels.models import BulkCancel
+from operations import states as op_states
+from operations.models import RuntimeOperation
+from tasks import states as task_states
+from tasks.models import Task
+
+BULK_MAX = 5000  # items per batch: larger selections are refused, narrow the filter
+EXAMPLES = 5
+
+
+@dataclass
+class BulkPreview:
+    kind: str
+    items: list[tuple[str, str]] = field(default_factory=list)  # (protocol, id) to cancel
+    skipped: Counter[str] = field(default_factory=Counter)  # reason -> count
+    examples: dict[str, list[str]] = field(default_factory=dict)
+    too_many: bool = False
+
+    @property
+    def count(self) -> int:
+        return len(self.items)
+
+    @property
+    def skipped_total(self) -> int:
+        return sum(self.skipped.values())
+
+    @property
+    def skipped_rows(self) -> list[tuple[str, int, list[str]]]:
+        """(why, how many, examples), most common first (templates cannot index a Counter)."""
+        return [(why, n, self.examples.get(why, [])) for why, n in self.skipped.most_common()]
+
+    @property
+    def noun(self) -> str:
+        return f"{self.kind}s" if self.count != 1 else self.kind
+
+    @property
+    def confirmation(self) -> str:
+        """What the operator must type to start it."""
+        return f"cancel {self.count} {self.noun}"
+
+
+def _skip_reason_task(task: Task) -> str | None:
+    # Cancellability depends on the status alone (never on a producer's details).
+    projection = task_states.project(task.protocol, task.raw_state)
+    if projection.status in ("queued", "processing"):
+        return None
+    if projection.is_unmapped:
+        return f"unmapped state {task.raw_state!r}: cannot tell whether a cancel is safe"
+    return f"already {projection.status}"
+
+
+def _skip_reason_operation(op: RuntimeOperation) -> str | None:
+    if op.has_cancel_request:
+        return "already cancel-requested"
+    # The same rule, in the same words, as a single cancel.
+    return op_states.cancel_refusal(op.raw_status)
+
+
+def preview(kind: str, queryset: QuerySet) -> BulkPreview:
+    """Split a selection (at most BULK_MAX rows are looked at) into cancel / skip."""
+    result = BulkPreview(kind)
+    if kind == "task":
+        rows = list(
+            queryset.order_by("-created_at", "-id").only("protocol", "task_id", "raw_state")[
+                : BULK_MAX + 1
+            ]
+        )
+    else:
+        rows = list(
+            queryset.order_by("-created_at", "-id").only(
+                "operation_id", "raw_status", "cancel_requested_at", "cancel_requested_by"
+            )[: BULK_MAX + 1]
+        )
+    if len(rows) > BULK_MAX:
+        result.too_many = True
+        rows = rows[:BULK_MAX]
+    for row in rows:
+        if kind == "task":
+            reason, key = _skip_reason_task(row), (row.protocol, row.task_id)
+        else:
+            reason, key = _skip_reason_operation(row), ("", row.operation_id)
+        if reason is None:
+            result.items.append(key)
+        else:
+            result.skipped[reason] += 1
+            result.examples.setdefault(reason, [])
+            if len(result.examples[reason]) < EXAMPLES:
+                result.examples[reason].append(key[1])
+    return result
+
+
+def start(selection: BulkPreview, *, actor: Actor, reason: str, query: str) -> BulkCancel:
+    """Record the batch, audit it once, and hand it to the worker."""
+    with transaction.atomic():
+        bulk = BulkCancel.objects.create(
+            object_kind=selection.kind,
+            requested_by=actor.name,
+            reason=reason,
+            query=query,
+            total=selection.count,
+            items=[list(item) for item in selection.items],
+            counts={"skipped": dict(selection.skipped)},
+        )
+        audit.record(
+            actor,
+            f"{selection.kind}.bulk_cancel",
+            "batch",
+            str(bulk.pk),
+            reason=reason,
+            detail={
+                "items": selection.count,
+                "skipped": dict(selection.skipped),
+                "query": query,
+            },
+        )
+        result = run_bulk_cancel.enqueue(bulk.pk)
+        bulk.task_result_id = str(result.id)
+        bulk.save(update_fields=["task_result_id"])
+    return bulk
+
+
+@background_task()
+def run_bulk_cancel(bulk_id: int) -> dict[str, int]:
+    """The worker side: one safe cancel per item, progress saved as it goes."""
+    from operations.services import cancel_operation
+    from tasks.services import cancel_task
+
+    bulk = BulkCancel.objects.get(pk=bulk_id)
+    if bulk.state == BulkCancel.State.FINISHED:
+        return bulk.counts.get("results", {})
+    BulkCancel.objects.filter(pk=bulk_id).update(
+        state=BulkCancel.State.RUNNING, started_at=timezone.now()
+    )
+    actor = Actor(bulk.requested_by)
+    results: Counter[str] = Counter()
+    for index, (protocol, object_id) in enumerate(bulk.items):
+        key = f"bulk-{bulk.pk}-{index}"  # a restarted batch never cancels an item twice
+        try:
+            if bulk.object_kind == "task":
+                outcome = cancel_task(
+                    protocol,
+                    object_id,
+                    actor=actor,
+                    reason=bulk.reason,
+                    idempotency_key=key,
+                    bulk=bulk,
+                )
+            else:
+                outcome = cancel_operation(
+                    object_id, actor=actor, reason=bulk.reason, idempotency_key=key, bulk=bulk
+                )
+            results[outcome.result] += 1
+        except LookupError:
+            results["not_found"] += 1
+        BulkCancel.objects.filter(pk=bulk_id).update(done=F("done") + 1)
+    counts = dict(bulk.counts)
+    counts["results"] = dict(results)
+    BulkCancel.objects.filter(pk=bulk_id).update(
+        state=BulkCancel.State.FINISHED, finished_at=timezone.now(), counts=counts
+    )
+    return dict(results)

@@ -1,0 +1,1 @@
+"""Building blocks that know no domain model."""

@@ -1,0 +1,109 @@
+"""REST building blocks shared by every app: role permissions and keyset pages."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import QuerySet
+from rest_framework import permissions
+from rest_framework.exceptions import ValidationError
+from rest_framework.pagination import BasePagination
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.utils.urls import remove_query_param, replace_query_param
+
+from beeos_console.core import roles
+from beeos_console.core.pagination import PAGE_SIZE, BadCursor, paginate
+from beeos_console.core.permissions import ROLE_WORDS
+
+
+class HasRole(permissions.BasePermission):
+    """Subclass with ``role``; the message says which role is missing."""
+
+    role = roles.SUPPORT
+
+    @property
+    def message(self) -> str:  # type: ignore[override]
+        return f"This needs {ROLE_WORDS[self.role]}."
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        return roles.has_role(request.user, self.role)
+
+
+class IsSupport(HasRole):
+    role = roles.SUPPORT
+
+
+class IsOperator(HasRole):
+    role = roles.OPERATOR
+
+
+class IsAdmin(HasRole):
+    role = roles.ADMIN
+
+
+class IsFeeder(HasRole):
+    role = roles.FEEDER
+
+
+class KeysetPagination(BasePagination):
+    """Cursor pages over (sort field, id), newest first; never counts.
+
+    ``?after=<cursor>`` for older rows, ``?before=<cursor>`` for newer ones,
+    ``?page_size=`` up to 200, ``?sort=`` as the view's FilterSet allows.
+    """
+
+    max_page_size = 200
+
+    def paginate_queryset(self, queryset: QuerySet, request: Request, view: Any = None) -> list:
+        self.request = request
+        sort_fields = getattr(view, "sort_fields", {"created": "created_at"})
+        default = getattr(view, "default_sort", "created")
+        sort = request.query_params.get("sort") or default
+        if sort not in sort_fields:
+            raise ValidationError({"sort": [f"Choose one of: {', '.join(sort_fields)}."]})
+        try:
+            size = int(request.query_params.get("page_size", PAGE_SIZE))
+        except ValueError as exc:
+            raise ValidationError({"page_size": ["Must be a whole number."]}) from exc
+        if not 1 <= size <= self.max_page_size:
+            raise ValidationError({"page_size": [f"Must be from 1 to {self.max_page_size}."]})
+        try:
+            self.page = paginate(
+                queryset,
+                sort_fields[sort],
+                after=request.query_params.get("after") or None,
+                before=request.query_params.get("before") or None,
+                page_size=size,
+                count=False,
+            )
+        except BadCursor as exc:
+            raise ValidationError({"cursor": [str(exc)]}) from exc
+        return self.page.rows
+
+    def _link(self, param: str, cursor: str | None) -> str | None:
+        if not cursor:
+            return None
+        url = self.request.build_absolute_uri()
+        url = remove_query_param(remove_query_param(url, "after"), "before")
+        return replace_query_param(url, param, cursor)
+
+    def get_paginated_response(self, data: list) -> Response:
+        return Response(
+            {
+                "next": self._link("after", self.page.next_cursor),
+                "previous": self._link("before", self.page.prev_cursor),
+                "results": data,
+            }
+        )
+
+    def get_paginated_response_schema(self, schema: dict) -> dict:
+        return {
+            "type": "object",
+            "required": ["results"],
+            "properties": {
+                "next": {"type": "string", "nullable": True, "format": "uri"},
+                "previous": {"type": "string", "nullable": True, "format": "uri"},
+                "results": schema,
+            },
+        }

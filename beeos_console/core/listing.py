@@ -1,0 +1,139 @@
+"""The generic filtered, keyset-paginated list page (one per mirrored model).
+
+The URL carries every filter, the sort and the page cursor, so a link can be
+shared and the back button works. A full GET renders the page; an htmx GET
+aimed at ``#results`` gets only the results fragment (rows, chips, pager).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import django_filters
+from django.contrib import messages
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, QueryDict
+from django.shortcuts import render
+from django.utils.decorators import method_decorator
+from django.views import View
+from django.views.decorators.vary import vary_on_headers
+
+from beeos_console.core.pagination import BadCursor, paginate
+
+PAGE_PARAMS = ("after", "before")
+# URL flags that change how the page looks, not which rows match.
+VIEW_PARAMS = ("sort", "refresh")
+REFRESH_SECONDS = 15
+
+
+@dataclass(frozen=True)
+class Chip:
+    """One active filter value, with the URL that removes just it."""
+
+    label: str
+    value: str
+    remove_url: str
+
+
+def active_filter_chips(request: HttpRequest, filterset: django_filters.FilterSet) -> list[Chip]:
+    chips: list[Chip] = []
+    for name in request.GET:
+        if name in PAGE_PARAMS or name in VIEW_PARAMS or name not in filterset.filters:
+            continue
+        label = str(filterset.form.fields[name].label or name)
+        for value in request.GET.getlist(name):
+            if value == "":
+                continue
+            remaining: QueryDict = request.GET.copy()
+            remaining.setlist(name, [v for v in request.GET.getlist(name) if v != value])
+            for page in PAGE_PARAMS:
+                remaining.pop(page, None)
+            query = remaining.urlencode()
+            chips.append(Chip(label, value, f"{request.path}?{query}" if query else request.path))
+    return chips
+
+
+@method_decorator(vary_on_headers("HX-Request"), name="dispatch")
+class KeysetListView(View):
+    """Override the class attributes (and ``get_queryset``) per model."""
+
+    filterset_class: ClassVar[type[django_filters.FilterSet]]
+    template_name: ClassVar[str] = "console/list.html"
+    # The results table: a template (``rows`` in its context), or override ``render_rows``.
+    rows_template: ClassVar[str] = ""
+    title: ClassVar[str]
+    sort_fields: ClassVar[dict[str, str]] = {"created": "created_at"}
+    default_sort: ClassVar[str] = "created"
+    # Checkbox groups shown open in the filter panel (small vocabularies).
+    open_filters: ClassVar[tuple[str, ...]] = ("status",)
+    # "task" / "operation": rows get checkboxes and a bulk-cancel bar (operators).
+    bulk_kind: ClassVar[str] = ""
+
+    def get_queryset(self) -> QuerySet:
+        raise NotImplementedError
+
+    def get_sort_field(self, filterset: django_filters.FilterSet) -> str:
+        sort = self.request.GET.get("sort") or self.default_sort
+        return self.sort_fields.get(sort, self.sort_fields[self.default_sort])
+
+    def get_context_data(self, **context: Any) -> dict[str, Any]:
+        return context
+
+    def render_rows(self, rows: list[Any]) -> str:
+        """The results table as HTML, when built in Python; "" renders ``rows_template``."""
+        return ""
+
+    def get(self, request: HttpRequest) -> HttpResponse:
+        filterset = self.filterset_class(request.GET, queryset=self.get_queryset(), request=request)
+        status = 200
+        if filterset.is_valid():
+            queryset = filterset.qs
+        else:
+            # Bad filter input: say which and why, show nothing rather than guess.
+            queryset = filterset.queryset.none()
+            status = 400
+        try:
+            page = paginate(
+                queryset,
+                self.get_sort_field(filterset),
+                after=request.GET.get("after") or None,
+                before=request.GET.get("before") or None,
+            )
+        except BadCursor as exc:
+            messages.warning(request, str(exc))
+            page = paginate(queryset, self.get_sort_field(filterset))
+        context = self.get_context_data(
+            title=self.title,
+            filterset=filterset,
+            filter_errors=filterset.errors if status == 400 else {},
+            page=page,
+            rows=page.rows,
+            chips=active_filter_chips(request, filterset),
+            rows_template=self.rows_template,
+            rows_html=self.render_rows(page.rows),
+            next_url=self.page_url(after=page.next_cursor) if page.next_cursor else "",
+            prev_url=self.page_url(before=page.prev_cursor) if page.prev_cursor else "",
+            refresh_seconds=REFRESH_SECONDS if request.GET.get("refresh") in ("true", "on") else 0,
+            open_filters=self.open_filters,
+            bulk_kind=self.bulk_kind,
+            filter_query=self.filter_query(),
+        )
+        fragment = getattr(request, "htmx", None) and request.htmx.target == "results"
+        template = "console/_results.html" if fragment else self.template_name
+        return render(request, template, context, status=status)
+
+    def filter_query(self) -> str:
+        """The current filters as a query string, without page or view parameters."""
+        query = self.request.GET.copy()
+        for name in (*PAGE_PARAMS, *VIEW_PARAMS):
+            query.pop(name, None)
+        return query.urlencode()
+
+    def page_url(self, **cursor: str) -> str:
+        query = self.request.GET.copy()
+        for name in PAGE_PARAMS:
+            query.pop(name, None)
+        for name, value in cursor.items():
+            query[name] = value
+        return f"{self.request.path}?{query.urlencode()}"

@@ -1,0 +1,16 @@
+"""The landing dashboard."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from beeos_console.core import roles
+from beeos_console.core.permissions import role_required
+from beeos_console.dashboard.selectors import dashboard_context
+
+
+@role_required(roles.SUPPORT)
+def dashboard(request: HttpRequest) -> HttpResponse:
+    """Counts, per-hour charts, stuck work, operations needing attention, recent cancels."""
+    return render(request, "console/dashboard.html", dashboard_context())

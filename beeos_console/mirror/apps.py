@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class MirrorConfig(AppConfig):
+    name = "beeos_console.mirror"
+    label = "console_mirror"
+    verbose_name = "Mirror"

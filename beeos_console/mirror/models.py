@@ -1,0 +1,60 @@
+"""What every mirrored row shares (the stored projection) and the maintained status counters."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import models
+
+# Every console table keeps the historical app label "console" (its migrations
+# live in beeos_console/core/migrations), whichever package defines the model.
+
+
+class Projected(models.Model):
+    """The product projection stored next to a mirrored row's raw values.
+
+    Computed on write by the row's service from ``states.project`` and never
+    edited by hand; ``projection_rule`` names the table row that decided it.
+    """
+
+    status = models.CharField(max_length=16)
+    reason = models.CharField(max_length=64, blank=True)
+    outcome_certainty = models.CharField(max_length=16)
+    retry_policy = models.CharField(max_length=16)
+    projection_rule = models.CharField(max_length=96)
+    projection_version = models.PositiveSmallIntegerField()
+
+    class Meta:
+        abstract = True
+
+    def projection_drift(self, expected: Any) -> dict[str, tuple[Any, Any]]:
+        """Fields whose stored value differs from ``expected`` (a Projection): stored, expected."""
+        drift = {}
+        for name, value in expected.as_fields().items():
+            if name != "projection_version" and getattr(self, name) != value:
+                drift[name] = (getattr(self, name), value)
+        return drift
+
+
+class StatusCount(models.Model):
+    """Maintained counters: rows per (kind, display status, hour created).
+
+    Written by the services in the same transaction as the row they count, so
+    the dashboard and status facets never scan a large table. ``manage.py
+    rebuild_counters`` recomputes them from the tables if they ever drift.
+    """
+
+    kind = models.CharField(max_length=16)
+    status = models.CharField(max_length=32)
+    hour = models.DateTimeField()
+    count = models.BigIntegerField(default=0)
+
+    class Meta:
+        app_label = "console"
+        constraints = [
+            models.UniqueConstraint(fields=["kind", "status", "hour"], name="statuscount_uniq"),
+        ]
+        indexes = [models.Index(fields=["kind", "hour"], name="statuscount_kind_hour_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.status} @ {self.hour:%Y-%m-%d %H:00}: {self.count}"

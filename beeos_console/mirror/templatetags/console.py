@@ -1,0 +1,71 @@
+"""Template helpers every console page uses: status badges and times."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+from django import template
+from django.utils.html import format_html
+from django.utils.safestring import mark_safe
+
+from beeos_console.mirror import cells
+
+register = template.Library()
+
+
+@register.simple_tag
+def status_badge(status: str) -> str:
+    """Text plus colour, never colour alone; unknown values still render."""
+    return mark_safe(cells.badge(status))
+
+
+@register.simple_tag
+def raw_value(value: object) -> str:
+    """A raw upstream value, verbatim in monospace (escaped)."""
+    return mark_safe(cells.raw(value))
+
+
+@register.simple_tag
+def reltime(value: dt.datetime | None) -> str:
+    """ "3 hours ago", with the exact UTC time on hover."""
+    return mark_safe(cells.age(value))
+
+
+@register.filter
+def pretty_json(value: object) -> str:
+    """Indented JSON for <pre> blocks (the template escapes it)."""
+    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, default=str)
+
+
+@register.simple_tag
+def copy_button(value: str) -> str:
+    """A button that copies an id (works with JS; the id stays selectable without)."""
+    return format_html(
+        '<button type="button" class="copy" data-copy="{}" title="Copy to clipboard">Copy</button>',
+        value,
+    )
+
+
+@register.simple_tag
+def exact_time(value: dt.datetime | None) -> str:
+    """Exact UTC timestamp plus the relative time, for detail pages."""
+    if value is None:
+        return format_html('<span class="muted">{}</span>', "—")
+    exact = value.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return format_html(
+        '<time datetime="{}">{}</time> <span class="muted">({})</span>',
+        value.isoformat(),
+        exact,
+        reltime(value),
+    )
+
+
+@register.filter
+def make_list_words(value: str) -> list[str]:
+    return value.split()
+
+
+@register.filter
+def get_item(mapping: dict, key: str) -> object:
+    return mapping.get(key) if isinstance(mapping, dict) else None

@@ -1,0 +1,581 @@
+"""The projection audit: is every stored product status true to its raw state?
+
+One sweep streams tasks, messages and runtime operations in primary-key
+chunks (memory stays flat at millions of rows) and reports:
+
+- **drift**: the stored projection differs from what today's rules give (a
+  task's includes its product producer's failure details); a row stamped by an
+  older ``PROJECTION_VERSION`` whose values agree is listed as outdated instead;
+- **unmapped**: raw values no table knows (an operation's effectState too),
+  grouped by value;
+- **broken invariants**: evidence that contradicts the projection;
+- **missing evidence**, **producer notes** (accepted values not spelled as the
+  tables write them: letter case, blanks, the other cancel spelling) and
+  **outdated versions**, reported apart: they do not fail the audit.
+
+Expensive evidence (the audit log's state history and recorded cancels) is read
+only for the few rows that would otherwise be findings, so a sweep over a
+million tasks stays a handful of queries per chunk.
+
+Each category keeps a count and up to ``EXAMPLES`` examples with what a page
+needs to link to the object.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Case, JSONField, Model, Value, When
+from django.db.models.fields.json import KeyTransform
+from django.utils import timezone
+
+from beeos_console.auditlog.models import AuditEntry
+from beeos_console.cancels import engine as cancellation
+from beeos_console.mirror.states import (
+    CANCELLED,
+    COMPLETED,
+    PROJECTION_VERSION,
+    TERMINAL_PRODUCT_STATUSES,
+)
+from operations import states as op_states
+from operations.models import RuntimeOperation
+from operations.services import project_operation
+from tasks import states as task_states
+from tasks.models import Message, Task
+
+CHUNK = 2000
+EXAMPLES = 50
+
+# Categories and whether they fail the audit (exit 1 / red on the page).
+FAILING = {
+    "drift": "Stored projection differs from today's rules",
+    "unmapped": "Raw values no table knows",
+    "evidence_mismatch": "Terminal task whose deciding agent reply says otherwise",
+    "no_terminal_reply": "Completed task whose messages hold no terminal agent reply",
+    "user_request_as_completion": "Completed user request taken as task completion",
+    "succeeded_not_synced": "Operation succeeded but its projection is not synced",
+    "projection_pending_stale": "projection_pending for longer than the threshold",
+    "terminal_flag_mismatch": "Upstream terminal flag disagrees with our table",
+}
+INFORMATIONAL = {
+    "missing_evidence": "Terminal task with no mirrored messages yet",
+    "producer_note": "Producer notes: accepted values not spelled as the tables write them "
+    "(letter case, blanks, the other cancel spelling)",
+    "outdated_version": "Stamped by an older projection table version",
+}
+TASK_FIELDS = (
+    "id",
+    "task_id",
+    "protocol",
+    "raw_state",
+    "status",
+    "reason",
+    "outcome_certainty",
+    "retry_policy",
+    "projection_rule",
+    "projection_version",
+    "updated_at",
+    "first_seen_at",
+    # A product producer's failure details (PRODUCER_DETAIL_ANNOTATIONS).
+    *(f"producer_{name}" for name in task_states.PRODUCER_DETAILS),
+)
+PROJECTION_KEYS = ("status", "reason", "outcome_certainty", "retry_policy", "projection_rule")
+
+
+@dataclass
+class Category:
+    count: int = 0
+    examples: list[dict[str, Any]] = field(default_factory=list)
+
+    def add(self, example: dict[str, Any]) -> None:
+        self.count += 1
+        if len(self.examples) < EXAMPLES:
+            self.examples.append(example)
+
+
+@dataclass
+class AuditReport:
+    categories: dict[str, Category] = field(
+        default_factory=lambda: {name: Category() for name in (*FAILING, *INFORMATIONAL)}
+    )
+    # (kind, protocol, raw value) -> count, examples
+    unmapped_groups: dict[tuple[str, str, str], Category] = field(
+        default_factory=lambda: defaultdict(Category)
+    )
+    scanned: Counter[str] = field(default_factory=Counter)
+    started_at: dt.datetime = field(default_factory=timezone.now)
+    finished_at: dt.datetime | None = None
+    # Called with every finding as it is found (the CSV export streams these).
+    listener: Callable[[str, dict[str, Any]], None] | None = None
+
+    def add(self, category: str, example: dict[str, Any]) -> None:
+        self.categories[category].add(example)
+        if self.listener is not None:
+            self.listener(category, example)
+
+    @property
+    def failing(self) -> bool:
+        return any(self.categories[name].count for name in FAILING)
+
+    def summary_rows(self) -> list[tuple[str, str, int, bool]]:
+        rows = [(k, v, self.categories[k].count, True) for k, v in FAILING.items()]
+        rows += [(k, v, self.categories[k].count, False) for k, v in INFORMATIONAL.items()]
+        return rows
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "started_at": self.started_at.isoformat(),
+            "finished_at": self.finished_at.isoformat() if self.finished_at else None,
+            "projection_version": PROJECTION_VERSION,
+            "scanned": dict(self.scanned),
+            "failing": self.failing,
+            "categories": {
+                name: {"count": c.count, "examples": c.examples}
+                for name, c in self.categories.items()
+            },
+            "unmapped_groups": [
+                {
+                    "kind": kind,
+                    "protocol": protocol,
+                    "raw_value": raw,
+                    "count": c.count,
+                    "examples": c.examples,
+                }
+                for (kind, protocol, raw), c in sorted(
+                    self.unmapped_groups.items(), key=lambda item: -item[1].count
+                )
+            ],
+        }
+
+
+def chunks(
+    model: type[Model],
+    fields: tuple[str, ...],
+    size: int = CHUNK,
+    annotations: dict[str, Any] | None = None,
+) -> Iterator[list]:
+    """Rows as value tuples, by primary key, ``size`` at a time: flat memory."""
+    last = 0
+    base = model.objects.annotate(**annotations) if annotations else model.objects.all()
+    while True:
+        rows = list(base.filter(pk__gt=last).order_by("pk").values_list(*fields)[:size])
+        if not rows:
+            return
+        yield rows
+        last = rows[-1][0]
+
+
+def _drift(stored: dict[str, Any], expected: Any) -> dict[str, list[Any]]:
+    wanted = expected.as_fields()
+    return {k: [stored[k], wanted[k]] for k in PROJECTION_KEYS if stored[k] != wanted[k]}
+
+
+def sweep(
+    progress: Callable[[str], None] | None = None,
+    chunk: int = CHUNK,
+    listener: Callable[[str, dict[str, Any]], None] | None = None,
+) -> AuditReport:
+    report = AuditReport(listener=listener)
+    _sweep_tasks(report, progress, chunk)
+    _sweep_messages(report, progress, chunk)
+    _sweep_operations(report, progress, chunk)
+    report.finished_at = timezone.now()
+    return report
+
+
+# --- tasks -----------------------------------------------------------------------
+
+# Only product rows carry failure details beside ``status`` (DESIGN.md, Product /
+# legacy producers): read just those keys, and only for product rows, so other
+# rows' payloads are never read (never detoasted) by the sweep.
+PRODUCER_DETAIL_ANNOTATIONS = {
+    f"producer_{name}": Case(
+        When(protocol=task_states.PRODUCT, then=KeyTransform(name, "raw_payload")),
+        default=Value(None),
+        output_field=JSONField(),
+    )
+    for name in task_states.PRODUCER_DETAILS
+}
+
+
+def _sweep_tasks(report: AuditReport, progress: Callable | None, chunk: int) -> None:
+    for rows in chunks(Task, TASK_FIELDS, chunk, PRODUCER_DETAIL_ANNOTATIONS):
+        terminal_ids: dict[int, dict[str, Any]] = {}
+        for row in rows:
+            stored = dict(zip(TASK_FIELDS, row, strict=True))
+            protocol, raw = stored["protocol"], stored["raw_state"]
+            link = {
+                "kind": "task",
+                "id": stored["task_id"],
+                "protocol": protocol,
+                "raw": raw,
+                "status": stored["status"],
+            }
+            details = {name: stored[f"producer_{name}"] for name in task_states.PRODUCER_DETAILS}
+            expected = task_states.project_stored(protocol, raw, details)
+            _check_projection(report, "task", stored, expected, link)
+            if note := task_states.producer_note(protocol, raw):
+                report.add("producer_note", {**link, "note": note})
+            if expected.status in TERMINAL_PRODUCT_STATUSES:
+                terminal_ids[stored["id"]] = {
+                    **link,
+                    "expected": expected.status,
+                    "_updated_at": stored["updated_at"],
+                    "_first_seen_at": stored["first_seen_at"],
+                }
+        _check_task_evidence(report, terminal_ids)
+        report.scanned["tasks"] += len(rows)
+        if progress:
+            progress(f"tasks: {report.scanned['tasks']:,} scanned")
+
+
+def _check_projection(
+    report: AuditReport, kind: str, stored: dict[str, Any], expected: Any, link: dict[str, Any]
+) -> None:
+    drift = _drift(stored, expected)
+    if drift:
+        report.add("drift", {**link, "drift": drift, "rule": expected.rule})
+    elif stored["projection_version"] != PROJECTION_VERSION:
+        report.add("outdated_version", {**link, "version": stored["projection_version"]})
+    if expected.is_unmapped:
+        _unmapped(report, (kind, link.get("protocol", ""), str(link["raw"])), link)
+
+
+def _unmapped(report: AuditReport, key: tuple[str, str, str], example: dict[str, Any]) -> None:
+    report.add("unmapped", example)
+    report.unmapped_groups[key].add(example)
+
+
+@dataclass(frozen=True, slots=True)
+class _Reply:
+    """One terminal agent reply of a task, as the evidence rule reads it."""
+
+    state: str
+    stop_reason: str
+    created_at: dt.datetime | None
+    written_at: dt.datetime | None  # when it reached its terminal state
+    pk: int
+
+    @property
+    def says(self) -> str:
+        return task_states.project_message(self.state, stop_reason=self.stop_reason).status
+
+
+def _deciding(replies: list[_Reply]) -> _Reply | None:
+    """The latest terminal agent reply (DESIGN.md: it is the evidence for the result)."""
+    if not replies:
+        return None
+    return max(replies, key=lambda r: (r.created_at or timezone.now(), r.pk))
+
+
+def _check_task_evidence(report: AuditReport, terminal: dict[int, dict[str, Any]]) -> None:
+    """The evidence rule (DESIGN.md): the terminal agent reply decides a task's result.
+
+    Cheap first: the latest terminal agent reply is compared with the task. Only
+    a task it contradicts has its history read (``_exceptions``): a reply that
+    paused the task decides nothing, and a recorded cancel outranks the replies
+    written before it.
+    """
+    if not terminal:
+        return
+    replies: dict[int, list[_Reply]] = defaultdict(list)
+    others: dict[int, list[str]] = defaultdict(list)  # completed non-reply message types
+    has_envelopes: set[int] = set()
+    history_only: set[int] = set()
+    for task_pk, source, type_, state, stop, created, updated, pk in (
+        Message.objects.filter(task_id__in=list(terminal))
+        .order_by("created_at", "id")
+        .values_list(
+            "task_id", "source", "type", "state", "stop_reason", "created_at", "updated_at", "id"
+        )
+        .iterator(chunk_size=5000)
+    ):
+        if source != Message.Source.ENVELOPE:
+            history_only.add(task_pk)
+            continue
+        has_envelopes.add(task_pk)
+        if type_ == task_states.AGENT_REPLY:
+            if task_states.is_message_terminal(state):
+                replies[task_pk].append(_Reply(state, stop, created, updated or created, pk))
+        elif task_states.project_message(state).status == COMPLETED:
+            others[task_pk].append(type_)
+    suspects: dict[int, list[_Reply]] = {}
+    for task_pk, link in terminal.items():
+        deciding = _deciding(replies.get(task_pk, []))
+        if deciding is not None and deciding.says != link["expected"]:
+            suspects[task_pk] = replies[task_pk]
+            continue
+        _judge(report, task_pk, link, deciding, has_envelopes, history_only, others)
+    if not suspects:
+        return
+    history = _exceptions({pk: terminal[pk] for pk in suspects})
+    for task_pk, task_replies in suspects.items():
+        link = terminal[task_pk]
+        kept = _not_outranked(link, task_replies, history.get(task_pk, []))
+        _judge(report, task_pk, link, _deciding(kept), has_envelopes, history_only, others)
+
+
+def _judge(
+    report: AuditReport,
+    task_pk: int,
+    link: dict[str, Any],
+    deciding: _Reply | None,
+    has_envelopes: set[int],
+    history_only: set[int],
+    others: dict[int, list[str]],
+) -> None:
+    """One terminal task against its deciding reply (None: no reply decides it)."""
+    public = {k: v for k, v in link.items() if not k.startswith("_")}
+    if deciding is not None:
+        if deciding.says != link["expected"]:
+            report.add(
+                "evidence_mismatch",
+                {
+                    **public,
+                    "reply_state": deciding.state,
+                    "reply_stop_reason": deciding.stop_reason,
+                    "reply_says": deciding.says,
+                },
+            )
+        return
+    if task_pk not in has_envelopes:
+        # A2A history carries no envelope states: the evidence rule does not apply.
+        if task_pk not in history_only:
+            report.add("missing_evidence", public)
+        return
+    if link["expected"] != COMPLETED:
+        return
+    if others.get(task_pk):
+        report.add("user_request_as_completion", {**public, "message_type": others[task_pk][-1]})
+    else:
+        report.add("no_terminal_reply", public)
+
+
+# (when, action, before, after, detail) of one audit entry about a task.
+_Event = tuple[dt.datetime, str, dict[str, Any], dict[str, Any], dict[str, Any]]
+# A console cancel that took effect or was accepted upstream (``CancelOutcome.ok``).
+_CANCEL_TOOK = frozenset({cancellation.CANCELLED, cancellation.CANCEL_REQUESTED})
+
+
+def _exceptions(suspects: dict[int, dict[str, Any]]) -> dict[int, list[_Event]]:
+    """The audited state changes and cancels of the suspect tasks: one indexed query."""
+    by_key = {(link["protocol"], link["id"]): pk for pk, link in suspects.items()}
+    found: dict[int, list[_Event]] = defaultdict(list)
+    for object_id, action, at, before, after, detail in (
+        AuditEntry.objects.filter(
+            object_kind="task",
+            object_id__in=sorted({link["id"] for link in suspects.values()}),
+            action__in=("task.state_changed", "task.cancel"),
+        )
+        .order_by("at", "id")
+        .values_list("object_id", "action", "at", "before", "after", "detail")
+    ):
+        detail = detail if isinstance(detail, dict) else {}
+        pk = by_key.get((detail.get("protocol", ""), object_id))
+        if pk is not None:
+            found[pk].append((at, action, before or {}, after or {}, detail))
+    return found
+
+
+def _not_outranked(
+    link: dict[str, Any], replies: list[_Reply], history: list[_Event]
+) -> list[_Reply]:
+    """The replies that may decide a task once its history is known (DESIGN.md, evidence).
+
+    A reply that paused the task (it was then input_required / auth_required)
+    is not a deciding reply; a recorded cancel (the console's own, or an
+    upstream cancel state) outranks the replies written before it.
+    """
+    pausing = {r.pk for start in _pause_starts(link, history) if (r := _latest_by(replies, start))}
+    kept = [r for r in replies if r.pk not in pausing]
+    cancelled_at = _recorded_cancel(link, history)
+    if cancelled_at is not None:
+        kept = [r for r in kept if r.written_at is None or r.written_at > cancelled_at]
+    return kept
+
+
+def _latest_by(replies: list[_Reply], moment: dt.datetime | None) -> _Reply | None:
+    """The reply written last at or before ``moment``."""
+    if moment is None:
+        return None
+    before = [r for r in replies if r.written_at is not None and r.written_at <= moment]
+    return max(before, key=lambda r: (r.written_at, r.pk)) if before else None
+
+
+def _is_paused(protocol: str, summary: dict[str, Any]) -> bool:
+    """Was the task paused (waiting on its caller) in this audited state summary?"""
+    if "raw_state" in summary:
+        return task_states.is_paused(protocol, summary["raw_state"])
+    return summary.get("reason") in task_states.PAUSED_REASONS
+
+
+def _pause_starts(link: dict[str, Any], history: list[_Event]) -> list[dt.datetime | None]:
+    """When the task became paused, from its audited state history.
+
+    Every state change is audited, so a change *out of* a pause with no change
+    *into* it before means the task was paused since the previous change (or
+    since its first snapshot).
+    """
+    starts: list[dt.datetime | None] = []
+    previous, paused = link["_first_seen_at"], False
+    for at, action, before, after, _detail in history:
+        if action != "task.state_changed":
+            continue
+        if _is_paused(link["protocol"], before) and not paused:
+            starts.append(previous)
+        paused = _is_paused(link["protocol"], after)
+        if paused:
+            starts.append(at)
+        previous = at
+    return starts
+
+
+def _recorded_cancel(link: dict[str, Any], history: list[_Event]) -> dt.datetime | None:
+    """When a recorded cancel decided this (cancelled) task; None when none did."""
+    if link["expected"] != CANCELLED:
+        return None  # a cancel that did not take decides nothing
+    # The upstream snapshot that says cancelled, stamped by the upstream's clock ...
+    moments = [link["_updated_at"]]
+    # ... and the console's own cancels that took effect or were accepted, by ours.
+    moments += [
+        at
+        for at, action, _before, _after, detail in history
+        if action == "task.cancel" and detail.get("result") in _CANCEL_TOOK
+    ]
+    known = [m for m in moments if m is not None]
+    return max(known) if known else None
+
+
+# --- messages ----------------------------------------------------------------------
+
+MESSAGE_FIELDS = (
+    "id",
+    "message_id",
+    "source",
+    "state",
+    "stop_reason",
+    "status",
+    "reason",
+    "outcome_certainty",
+    "retry_policy",
+    "projection_rule",
+    "projection_version",
+)
+
+
+def _sweep_messages(report: AuditReport, progress: Callable | None, chunk: int) -> None:
+    for rows in chunks(Message, MESSAGE_FIELDS, chunk):
+        for row in rows:
+            stored = dict(zip(MESSAGE_FIELDS, row, strict=True))
+            if stored["source"] != Message.Source.ENVELOPE:
+                continue  # A2A history carries no envelope state to project
+            link = {
+                "kind": "message",
+                "id": stored["message_id"],
+                "protocol": "message",
+                "raw": stored["state"],
+                "status": stored["status"],
+            }
+            expected = task_states.project_message(
+                stored["state"], stop_reason=stored["stop_reason"]
+            )
+            _check_projection(report, "message", stored, expected, link)
+            if note := task_states.producer_note(task_states.MESSAGE, stored["state"]):
+                report.add("producer_note", {**link, "note": note})
+        report.scanned["messages"] += len(rows)
+        if progress:
+            progress(f"messages: {report.scanned['messages']:,} scanned")
+
+
+# --- runtime operations ------------------------------------------------------------------
+
+OPERATION_FIELDS = (
+    "id",
+    "operation_id",
+    "raw_status",
+    "effect_state",
+    "projection_state",
+    "error_code",
+    "error_retry_mode",
+    "error_effect_state",
+    "terminal",
+    "updated_at",
+    "status",
+    "reason",
+    "outcome_certainty",
+    "retry_policy",
+    "projection_rule",
+    "projection_version",
+)
+
+
+def _sweep_operations(report: AuditReport, progress: Callable | None, chunk: int) -> None:
+    pending_cutoff = timezone.now() - dt.timedelta(minutes=settings.CONSOLE_STUCK_AFTER_MINUTES)
+    for rows in chunks(RuntimeOperation, OPERATION_FIELDS, chunk):
+        for row in rows:
+            stored = dict(zip(OPERATION_FIELDS, row, strict=True))
+            raw = stored["raw_status"]
+            link = {
+                "kind": "operation",
+                "id": stored["operation_id"],
+                "protocol": "operation",
+                "raw": raw,
+                "status": stored["status"],
+            }
+            expected = project_operation(stored)
+            _check_projection(report, "operation", stored, expected, link)
+            _check_operation_values(report, stored, link)
+            status = op_states.status_key(raw)
+            projection_state = op_states.PROJECTION_STATE_VOCABULARY.key(stored["projection_state"])
+            # not_applicable: reads have nothing to project (ours).
+            if status == "succeeded" and projection_state not in ("synced", "not_applicable"):
+                report.add(
+                    "succeeded_not_synced", {**link, "projection_state": stored["projection_state"]}
+                )
+            if (
+                status == "projection_pending"
+                and stored["updated_at"] is not None
+                and stored["updated_at"] < pending_cutoff
+            ):
+                report.add(
+                    "projection_pending_stale", {**link, "since": stored["updated_at"].isoformat()}
+                )
+            if op_states.is_known(raw) and stored["terminal"] != op_states.is_terminal(raw):
+                report.add(
+                    "terminal_flag_mismatch",
+                    {
+                        **link,
+                        "upstream_terminal": stored["terminal"],
+                        "our_terminal": op_states.is_terminal(raw),
+                    },
+                )
+        report.scanned["operations"] += len(rows)
+        if progress:
+            progress(f"operations: {report.scanned['operations']:,} scanned")
+
+
+# The operation fields whose effectState a table must know, as the wire names them.
+EFFECT_FIELDS = (("effect_state", "effectState"), ("error_effect_state", "error.effectState"))
+
+
+def _check_operation_values(
+    report: AuditReport, stored: dict[str, Any], link: dict[str, Any]
+) -> None:
+    """Beside status: unmapped effectStates, and producer notes on every spelling."""
+    for name, wire in EFFECT_FIELDS:
+        for value in op_states.unmapped_effect_states(stored[name]):
+            _unmapped(report, ("operation", wire, value), {**link, "field": wire, "value": value})
+    notes = op_states.producer_notes(
+        stored["raw_status"], stored["effect_state"], stored["error_retry_mode"]
+    )
+    # The error object's effectState is read as tolerantly as the top-level one.
+    notes += [
+        f"error.{note}" for note in op_states.producer_notes(None, stored["error_effect_state"])
+    ]
+    if notes:
+        report.add("producer_note", {**link, "note": "; ".join(notes)})

@@ -1,0 +1,168 @@
+"""The projection audit pages (admin role): the report, its jobs, re-projecting one object."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.db.models import Count
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_http_methods, require_POST
+
+from beeos_console.auditlog.services import Actor
+from beeos_console.core import roles
+from beeos_console.core.pagination import CAPPED_COUNT
+from beeos_console.core.permissions import role_required
+from beeos_console.mirror.states import PROJECTION_VERSION, UNMAPPED
+from beeos_console.projection import reprojection
+from beeos_console.projection.audit import FAILING, INFORMATIONAL
+from beeos_console.projection.models import ProjectionJob
+from operations.models import RuntimeOperation
+from tasks.models import Message, Task
+
+LIVE_UNMAPPED_ROWS = 50
+
+
+def _live_unmapped() -> list[dict[str, Any]]:
+    """Unmapped values right now (indexed on status; bounded by the unmapped rows)."""
+    rows = []
+    for kind, model, raw_field, protocol_field in (
+        ("task", Task, "raw_state", "protocol"),
+        ("operation", RuntimeOperation, "raw_status", None),
+        ("message", Message, "state", None),
+    ):
+        fields = [raw_field] + ([protocol_field] if protocol_field else [])
+        for group in (
+            model.objects.filter(status=UNMAPPED)
+            .values(*fields)
+            .annotate(n=Count("id"))
+            .order_by("-n")[:LIVE_UNMAPPED_ROWS]
+        ):
+            rows.append(
+                {
+                    "kind": kind,
+                    "protocol": group.get(protocol_field, kind) if protocol_field else kind,
+                    "raw_value": group[raw_field],
+                    "count": group["n"],
+                }
+            )
+    return rows
+
+
+def _outdated_counts() -> dict[str, str]:
+    """Rows stamped by an older table version (capped count: never a full scan)."""
+    result = {}
+    for kind, model in (("task", Task), ("message", Message), ("operation", RuntimeOperation)):
+        n = model.objects.filter(projection_version__lt=PROJECTION_VERSION)[: CAPPED_COUNT + 1]
+        count = n.count()
+        result[kind] = f"{CAPPED_COUNT:,}+" if count > CAPPED_COUNT else f"{count:,}"
+    return result
+
+
+@role_required(roles.ADMIN)
+def projection_audit_view(request: HttpRequest) -> HttpResponse:
+    jobs = ProjectionJob.objects.order_by("-created_at")
+    latest_audit = jobs.filter(kind=ProjectionJob.Kind.AUDIT, state="finished").first()
+    report = latest_audit.report if latest_audit else None
+    context = {
+        "latest_audit": latest_audit,
+        "report": report,
+        "summary": _summary_rows(report) if report else [],
+        "running": list(jobs.filter(state__in=("queued", "running"))[:5]),
+        "recent": list(jobs[:10]),
+        "live_unmapped": _live_unmapped(),
+        "outdated": _outdated_counts(),
+        "projection_version": PROJECTION_VERSION,
+        "latest_dry_run": jobs.filter(kind=ProjectionJob.Kind.DRY_RUN, state="finished").first(),
+    }
+    return render(request, "audit/projections.html", context)
+
+
+def _summary_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
+    categories = report.get("categories", {})
+    rows = []
+    for name, label in (*FAILING.items(), *INFORMATIONAL.items()):
+        data = categories.get(name, {"count": 0, "examples": []})
+        rows.append(
+            {
+                "name": name,
+                "label": label,
+                "failing": name in FAILING,
+                "count": data["count"],
+                "examples": data["examples"],
+            }
+        )
+    return rows
+
+
+@require_POST
+@role_required(roles.ADMIN)
+def projection_job_start(request: HttpRequest) -> HttpResponse:
+    kind = request.POST.get("kind", "")
+    if kind not in ProjectionJob.Kind.values:
+        messages.error(request, "Unknown job.")
+        return redirect("audit:projections")
+    if kind == ProjectionJob.Kind.REPROJECT and request.POST.get("confirm") != "reproject":
+        messages.error(request, "Re-projecting needs a dry run and its confirmation first.")
+        return redirect("audit:projections")
+    job = reprojection.start_job(kind, actor=Actor.of_user(request.user))
+    return redirect("audit:projection-job", pk=job.pk)
+
+
+@role_required(roles.ADMIN)
+def projection_job_view(request: HttpRequest, pk: int) -> HttpResponse:
+    job = get_object_or_404(ProjectionJob, pk=pk)
+    context = {
+        "job": job,
+        "running": job.state in ("queued", "running"),
+        "summary": _summary_rows(job.report) if job.kind == "audit" and job.report else [],
+    }
+    if getattr(request, "htmx", None) and request.htmx.target == "job-progress":
+        return render(request, "audit/_job_progress.html", context)
+    return render(request, "audit/projection_job.html", context)
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(roles.ADMIN)
+def reproject_one_view(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
+    """GET: the dry run for one object; POST: apply it (audited)."""
+    if kind not in reprojection.KINDS:
+        raise Http404
+    obj = get_object_or_404(reprojection.KINDS[kind], pk=pk)
+    if request.method == "POST":
+        changed = reprojection.reproject_row(kind, obj.pk, actor=Actor.of_user(request.user))
+        if changed:
+            messages.success(request, f"Re-projected: {', '.join(changed)} updated and audited.")
+        else:
+            messages.info(request, "Nothing to change: the stored projection is already true.")
+        return redirect(request.POST.get("next") or "audit:projections")
+    context = {
+        "kind": kind,
+        "obj": obj,
+        "label": getattr(obj, reprojection.object_label(kind, obj)),
+        "changes": reprojection.diff(kind, obj),
+        "expected": reprojection.expected_for(kind, obj),
+        "next": request.GET.get("next", ""),
+    }
+    return render(request, "audit/reproject_one.html", context)
+
+
+def object_pk(kind: str, object_id: str, protocol: str = "") -> int | None:
+    model = reprojection.KINDS[kind]
+    field = {"task": "task_id", "message": "message_id", "operation": "operation_id"}[kind]
+    qs = model.objects.filter(**{field: object_id})
+    if kind == "task" and protocol:
+        qs = qs.filter(protocol=protocol)
+    return qs.values_list("pk", flat=True).first()
+
+
+@role_required(roles.ADMIN)
+def reproject_lookup(request: HttpRequest, kind: str) -> HttpResponse:
+    """From a report example (kind + id) to its re-projection page."""
+    if kind not in reprojection.KINDS:
+        raise Http404
+    pk = object_pk(kind, request.GET.get("id", ""), request.GET.get("protocol", ""))
+    if pk is None:
+        raise Http404("No such object any more.")
+    return redirect("audit:reproject-one", kind=kind, pk=pk)

@@ -1,0 +1,65 @@
+"""`manage.py sync_beeos`: pull tasks, messages and runtime operations from BeeOS."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+
+from beeos_console.upstream import clients as upstream
+from beeos_console.upstream.sync import NOT_FOUND, Syncer
+
+
+class Command(BaseCommand):
+    help = (
+        "Pull the caller's tasks (with messages) and the active runtime operations of the "
+        "configured instances from BeeOS through beeos-sdk. Resumes from the stored cursor. "
+        "Objects BeeOS answers 404 for are marked 'not found upstream', not errors; "
+        "with --once the exit status is 1 when a read failed (transport, 401/403, 5xx)."
+    )
+
+    def add_arguments(self, parser: Any) -> None:
+        mode = parser.add_mutually_exclusive_group()
+        mode.add_argument("--once", action="store_true", help="One pass, then exit (default).")
+        mode.add_argument(
+            "--every", type=float, metavar="SECONDS", help="Run a pass every SECONDS, forever."
+        )
+        parser.add_argument(
+            "--instance",
+            action="append",
+            dest="instances",
+            metavar="ID",
+            help="Instance to watch (repeatable); default: BEEOS_INSTANCES.",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        try:
+            client = upstream.platform_client()
+        except upstream.UpstreamNotConfigured as exc:
+            raise CommandError(f"{exc} The sync needs the BeeOS API (BEEOS_API_URL).") from exc
+        passes = 0
+        while True:
+            passes += 1
+            started = time.monotonic()
+            syncer = Syncer(client, instances=options["instances"], progress=self.stdout.write)
+            report = syncer.run()
+            elapsed = time.monotonic() - started
+            for line in report.errors[:20]:
+                self.stderr.write(f"  error: {line}")
+            self.stdout.write(
+                self.style.SUCCESS(
+                    f"sync pass {passes} done in {elapsed:.1f} s: {report.summary()}"
+                )
+            )
+            if report.counts.get(NOT_FOUND):
+                self.stdout.write(
+                    f"  {report.counts[NOT_FOUND]} objects {NOT_FOUND} (404): marked, not "
+                    "re-read each pass; list them with ?upstream_missing=true"
+                )
+            if not options["every"]:
+                # Vanished objects are the upstream's truth, not a failure of this run.
+                if report.failed:
+                    raise CommandError(f"{report.counts['errors']} upstream errors (see above).")
+                return
+            time.sleep(max(options["every"] - elapsed, 0))

@@ -1,0 +1,61 @@
+"""REST API for runtime operations and their events."""
+
+from __future__ import annotations
+
+import functools
+
+import django_filters
+from django.db.models import QuerySet
+from rest_framework import viewsets
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from beeos_console.cancels import api as cancel_api
+from beeos_console.core.api import IsOperator, IsSupport, KeysetPagination
+from operations import services
+from operations.api.serializers import RuntimeOperationEventSerializer, RuntimeOperationSerializer
+from operations.filtersets import OPERATION_SORTS, RuntimeOperationFilterSet
+from operations.models import RuntimeOperation, RuntimeOperationEvent
+
+
+class RuntimeOperationViewSet(viewsets.ReadOnlyModelViewSet):
+    permission_classes = [IsSupport]
+    filterset_class = RuntimeOperationFilterSet
+    pagination_class = KeysetPagination
+    serializer_class = RuntimeOperationSerializer
+    sort_fields = OPERATION_SORTS
+    lookup_field = "operation_id"
+    lookup_value_regex = "[^/]+"
+
+    def get_queryset(self) -> QuerySet:
+        return RuntimeOperation.objects.defer("raw_payload")
+
+    @cancel_api.CANCEL_SCHEMA
+    @action(detail=True, methods=["post"], permission_classes=[IsOperator])
+    def cancel(self, request: Request, operation_id: str) -> Response:
+        """Cancel a queued or running operation (operator role); refused from commit on."""
+        op = self.get_object()
+        cancel = functools.partial(services.cancel_operation, op.operation_id)
+        return cancel_api.run(request, cancel, RuntimeOperationSerializer)
+
+
+class RuntimeOperationEventFilterSet(django_filters.FilterSet):
+    operation = django_filters.CharFilter(field_name="operation_id_raw", max_length=256)
+    type = django_filters.CharFilter(max_length=64)
+
+    class Meta:
+        model = RuntimeOperationEvent
+        fields: list[str] = []
+
+
+class RuntimeOperationEventViewSet(viewsets.ReadOnlyModelViewSet):
+    permission_classes = [IsSupport]
+    filterset_class = RuntimeOperationEventFilterSet
+    pagination_class = KeysetPagination
+    serializer_class = RuntimeOperationEventSerializer
+    sort_fields = {"recorded": "recorded_at"}
+    default_sort = "recorded"
+
+    def get_queryset(self) -> QuerySet:
+        return RuntimeOperationEvent.objects.defer("raw_payload")

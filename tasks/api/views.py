@@ -1,0 +1,76 @@
+"""REST API for tasks and messages: the HTML pages' FilterSets, keyset pages, JSON."""
+
+from __future__ import annotations
+
+import functools
+
+from django.db.models import QuerySet
+from django.shortcuts import get_object_or_404
+from rest_framework import viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from beeos_console.cancels import api as cancel_api
+from beeos_console.core.api import IsOperator, IsSupport, KeysetPagination
+from tasks import services
+from tasks.api.serializers import MessageSerializer, TaskDetailSerializer, TaskSerializer
+from tasks.filtersets import TASK_SORTS, MessageFilterSet, TaskFilterSet
+from tasks.models import Message, Task
+
+
+class TaskViewSet(viewsets.ReadOnlyModelViewSet):
+    """Mirrored tasks. Detail by task id; add `?protocol=` when the id exists twice."""
+
+    permission_classes = [IsSupport]
+    filterset_class = TaskFilterSet
+    pagination_class = KeysetPagination
+    sort_fields = TASK_SORTS
+    lookup_field = "task_id"
+    lookup_value_regex = "[^/]+"
+
+    def get_queryset(self) -> QuerySet:
+        if self.action == "retrieve":
+            return Task.objects.prefetch_related("artifacts")
+        return Task.objects.defer("raw_payload", "result", "metadata")
+
+    def get_serializer_class(self) -> type:
+        return TaskDetailSerializer if self.action == "retrieve" else TaskSerializer
+
+    @cancel_api.CANCEL_SCHEMA
+    @action(detail=True, methods=["post"], permission_classes=[IsOperator])
+    def cancel(self, request: Request, task_id: str) -> Response:
+        """Cancel a queued or processing task (operator role). Refusals say why."""
+        task = self.get_object()
+        cancel = functools.partial(services.cancel_task, task.protocol, task.task_id)
+        return cancel_api.run(request, cancel, TaskSerializer)
+
+    def get_object(self) -> Task:
+        queryset = self.get_queryset().filter(task_id=self.kwargs["task_id"])
+        protocol = self.request.query_params.get("protocol")
+        if protocol:
+            return get_object_or_404(queryset, protocol=protocol)
+        found = list(queryset[:2])
+        if len(found) > 1:
+            raise ValidationError(
+                {"protocol": ["This id exists under several protocols; add ?protocol=."]}
+            )
+        if not found:
+            get_object_or_404(queryset)
+        return found[0]
+
+
+class MessageViewSet(viewsets.ReadOnlyModelViewSet):
+    permission_classes = [IsSupport]
+    filterset_class = MessageFilterSet
+    pagination_class = KeysetPagination
+    serializer_class = MessageSerializer
+    lookup_field = "message_id"
+    lookup_value_regex = "[^/]+"
+
+    def get_queryset(self) -> QuerySet:
+        return Message.objects.select_related("task").only(
+            *(f.name for f in Message._meta.fields if f.name not in ("raw_payload", "content")),
+            "task__task_id",
+        )
