@@ -57,6 +57,7 @@ worker: install var
 
 test: install
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 	@if [ -n "$$DATABASE_URL" ]; then echo "tests on DATABASE_URL"; \
 	elif $(EMBEDDED_PG) probe $(PG_PROBE_HOST) $(PG_PROBE_PORT); then \
 	  echo "tests on the PostgreSQL at $(PG_PROBE_HOST):$(PG_PROBE_PORT)"; \
@@ -67,6 +68,7 @@ test: install
 
 lint: install
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 	$(BIN)/ruff format --check .
 
 format: install

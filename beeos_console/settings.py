@@ -218,6 +218,10 @@ LOGGING = {
 # Without BEEOS_API_URL the console runs on the local gateway (demo): cancels
 # are applied to the mirror only, and the UI says so.
 BEEOS_API_URL = os.environ.get("BEEOS_API_URL", "")
+# Where cancels go, named here so the cancel engine never imports the upstream
+# package: BeeOS's gateway when BEEOS_API_URL is set, else the local (demo) one.
+CONSOLE_UPSTREAM_GATEWAY = "beeos_console.upstream.gateway.BeeOSGateway"
+CONSOLE_LOCAL_GATEWAY = "beeos_console.cancels.gateways.LocalGateway"
 BEEOS_API_KEY = os.environ.get("BEEOS_API_KEY", "")
 BEEOS_CLOUD_URL = os.environ.get("BEEOS_CLOUD_URL", "")
 BEEOS_CLOUD_API_KEY = os.environ.get("BEEOS_CLOUD_API_KEY", "")

@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import django_filters
 
-from beeos_console.mirror.filtersets import (
-    AnyValueMultipleFilter,
-    MirrorFilterSet,
-    PrefixSearchFilter,
-    choice_pairs,
-)
+from beeos_console.core.filtersets import AnyValueMultipleFilter, PrefixSearchFilter, choice_pairs
+from beeos_console.mirror.filtersets import MirrorFilterSet
 from beeos_console.mirror.states import DISPLAY_STATUSES
 from operations import states
 from operations.models import RuntimeOperation

@@ -18,7 +18,7 @@ from django.db import transaction
 
 from beeos_console.auditlog import services as audit
 from beeos_console.auditlog.services import Actor
-from beeos_console.cancels.engine import CancelOutcome, CancelTarget, request_cancel
+from beeos_console.cancels.engine import CancelOutcome, CancelTarget, Refusal, request_cancel
 from beeos_console.cancels.gateways import Gateway, GatewayAnswer
 from beeos_console.mirror import counters
 from beeos_console.mirror.edge import IngestResult, Outcome, Reader, digest, json_safe
@@ -336,6 +336,15 @@ def _write_local_cancel(
     ingest_runtime_operation(payload, actor=Actor.system("local-gateway"))
 
 
+def cancel_refusal(op: RuntimeOperation) -> Refusal | None:
+    """Why this operation may not be cancelled now; None when it may (its status decides)."""
+    reason = states.cancel_refusal_reason(op.raw_status)
+    if reason is None:
+        return None
+    code, words, summary = reason
+    return Refusal(f"{words} No call was made.", code=code, summary=summary)
+
+
 class OperationCancelTarget(CancelTarget):
     kind = "operation"
 
@@ -343,18 +352,28 @@ class OperationCancelTarget(CancelTarget):
         qs = RuntimeOperation.objects.select_for_update() if lock else RuntimeOperation.objects
         return qs.filter(operation_id=self.object_id).first()
 
-    def refusal(self, obj: RuntimeOperation) -> str | None:
-        refusal = states.cancel_refusal(obj.raw_status)
-        return f"{refusal} No call was made." if refusal else None
+    @staticmethod
+    def object_id_of(obj: RuntimeOperation) -> str:
+        return obj.operation_id
 
-    def already_requested(self, obj: RuntimeOperation) -> str | None:
+    def refusal(self, obj: RuntimeOperation) -> Refusal | None:
+        return cancel_refusal(obj)
+
+    def already_requested(self, obj: RuntimeOperation) -> Refusal | None:
         if obj.has_cancel_request:
             when = obj.cancel_requested_at.isoformat() if obj.cancel_requested_at else "earlier"
-            return (
+            return Refusal(
                 f"Already cancel-requested by {obj.cancel_requested_by or 'someone'} ({when}). "
-                "No second request was sent."
+                "No second request was sent.",
+                code="already_requested",
+                summary="already cancel-requested",
             )
         return None
+
+    def apply_local_cancel(
+        self, obj: RuntimeOperation, *, requested_by: str, reason: str, at: dt.datetime
+    ) -> bool:
+        return apply_local_cancel(obj, requested_by=requested_by, reason=reason, at=at)
 
     def summary(self, obj: RuntimeOperation) -> dict[str, Any]:
         return _summary(obj) if obj else {}

@@ -318,19 +318,40 @@ def is_cancelled(status: object) -> bool:
     return status_key(status) == "cancelled"
 
 
-def cancel_refusal(status: object) -> str | None:
-    """Why an operation may not be cancelled, in words; ``None`` when it may."""
+def cancel_refusal_reason(status: object) -> tuple[str, str, str] | None:
+    """Why an operation may not be cancelled: (code, words, short summary); None when it may.
+
+    The one cancel rule for operations (DESIGN.md, Cancel rules).
+    """
     key = status_key(status)
     if key in CANCELLABLE_STATUSES:
         return None
     if key == "outcome_unknown":
-        return "The platform cannot prove whether the effect happened: replay is unsafe."
+        return (
+            "outcome_unknown",
+            "The platform cannot prove whether the effect happened: replay is unsafe.",
+            "outcome_unknown: replay is unsafe",
+        )
     if key in EFFECT_COMMITTED_STATUSES:
-        return "The effect has already happened on the instance: it cannot be cancelled."
+        return (
+            "effect_committed",
+            "The effect has already happened on the instance: it cannot be cancelled.",
+            f"{key}: the effect has already happened",
+        )
     if key in TERMINAL_STATUSES:
-        return f"The operation has already ended ({key})."
+        return "ended", f"The operation has already ended ({key}).", f"already {key}"
     shown = status.strip() if isinstance(status, str) else status
-    return f"Unknown status {shown!r}: the console cannot tell whether a cancel is safe."
+    return (
+        "unmapped",
+        f"Unknown status {shown!r}: the console cannot tell whether a cancel is safe.",
+        f"unknown status {shown!r}: cannot tell whether a cancel is safe",
+    )
+
+
+def cancel_refusal(status: object) -> str | None:
+    """Why an operation may not be cancelled, in words; ``None`` when it may."""
+    reason = cancel_refusal_reason(status)
+    return None if reason is None else reason[1]
 
 
 def producer_notes(

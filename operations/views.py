@@ -5,9 +5,13 @@ from __future__ import annotations
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
 
 from beeos_console.auditlog.models import AuditEntry
-from beeos_console.cancels.engine import new_idempotency_key
+from beeos_console.auditlog.services import Actor
+from beeos_console.cancels import views as cancel_views
+from beeos_console.cancels.engine import InvalidCancel, new_idempotency_key
 from beeos_console.cancels.models import CancelRequest
 from beeos_console.core import roles
 from beeos_console.core.listing import KeysetListView
@@ -17,7 +21,7 @@ from operations.tables import COLUMNS, operation_table
 
 from . import states
 from .models import RuntimeOperation
-from .services import project_operation_row
+from .services import cancel_operation, project_operation_row
 
 EVENT_ROWS = 500
 TRAIL_ROWS = 50
@@ -62,3 +66,22 @@ def operation_detail(request: HttpRequest, operation_id: str) -> HttpResponse:
         ),
     }
     return render(request, "operations/detail.html", context)
+
+
+@require_POST
+@role_required(roles.OPERATOR)
+def cancel_operation_view(request: HttpRequest, operation_id: str) -> HttpResponse:
+    op = get_object_or_404(RuntimeOperation, operation_id=operation_id)
+    detail_url = reverse("operations:detail", args=[op.operation_id])
+    try:
+        outcome = cancel_operation(
+            op.operation_id,
+            actor=Actor.of_user(request.user),
+            reason=request.POST.get("reason"),
+            idempotency_key=request.POST.get("idempotency_key"),
+        )
+    except InvalidCancel as exc:
+        return cancel_views.invalid(request, str(exc), detail_url)
+    return cancel_views.respond(
+        request, outcome, detail_url=detail_url, fragment="operations/_cancel_result.html"
+    )

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import django_filters
 
-from beeos_console.mirror.filtersets import (
+from beeos_console.core.filtersets import (
     AnyValueMultipleFilter,
     ConsoleFilterSet,
-    MirrorFilterSet,
     NoopBooleanFilter,
     PrefixSearchFilter,
     SortFilter,
     choice_pairs,
 )
+from beeos_console.mirror.filtersets import MirrorFilterSet
 from tasks import states
 from tasks.models import Message, Task
 

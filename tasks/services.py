@@ -18,7 +18,7 @@ from django.db import transaction
 
 from beeos_console.auditlog import services as audit
 from beeos_console.auditlog.services import Actor
-from beeos_console.cancels.engine import CancelOutcome, CancelTarget, request_cancel
+from beeos_console.cancels.engine import CancelOutcome, CancelTarget, Refusal, request_cancel
 from beeos_console.cancels.gateways import Gateway, GatewayAnswer
 from beeos_console.mirror import counters
 from beeos_console.mirror.edge import IngestResult, Outcome, Reader, digest, is_older, json_safe
@@ -592,19 +592,27 @@ def _write_local_cancel(task: Task) -> None:
     write_task(snapshot, actor=Actor.system("local-gateway"), authoritative=True)
 
 
-def cancel_refusal(task: Task) -> str | None:
-    """Why this task may not be cancelled now (DESIGN.md, Cancel rules), in words."""
-    projection = states.project_stored(task.protocol, task.raw_state, task.raw_payload)
-    if projection.status in ("queued", "processing"):
+def cancel_refusal(task: Task) -> Refusal | None:
+    """Why this task may not be cancelled now (DESIGN.md, Cancel rules); None when it may.
+
+    The one rule for tasks: the engine, bulk preview, list rows and pages ask it.
+    Cancellability follows the status alone, never a producer's failure details.
+    """
+    projection = states.project(task.protocol, task.raw_state)
+    if states.is_cancellable(task.protocol, task.raw_state):
         return None
     if projection.is_unmapped:
-        return (
+        return Refusal(
             f"The task's state {task.raw_state!r} is unmapped: the console cannot tell "
-            "whether a cancel is safe. No call was made."
+            "whether a cancel is safe. No call was made.",
+            code="unmapped",
+            summary=f"unmapped state {task.raw_state!r}: cannot tell whether a cancel is safe",
         )
-    return (
+    return Refusal(
         f"The task has already ended: {states.explain(task.protocol, task.raw_state, projection)}."
-        " No call was made."
+        " No call was made.",
+        code="ended",
+        summary=f"already {projection.status}",
     )
 
 
@@ -615,8 +623,17 @@ class TaskCancelTarget(CancelTarget):
         qs = Task.objects.select_for_update() if lock else Task.objects
         return qs.filter(protocol=self.protocol, task_id=self.object_id).first()
 
-    def refusal(self, obj: Task) -> str | None:
+    @staticmethod
+    def object_id_of(obj: Task) -> str:
+        return obj.task_id
+
+    def refusal(self, obj: Task) -> Refusal | None:
         return cancel_refusal(obj)
+
+    def apply_local_cancel(
+        self, obj: Task, *, requested_by: str, reason: str, at: dt.datetime
+    ) -> bool:
+        return apply_local_cancel(obj)
 
     def summary(self, obj: Task) -> dict[str, Any]:
         return _state_summary(obj) if obj else {}

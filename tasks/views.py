@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods
 
 from beeos_console.auditlog.models import AuditEntry
-from beeos_console.cancels.engine import new_idempotency_key
+from beeos_console.auditlog.services import Actor
+from beeos_console.cancels import views as cancel_views
+from beeos_console.cancels.engine import InvalidCancel, new_idempotency_key
 from beeos_console.cancels.models import CancelRequest
 from beeos_console.core import roles
 from beeos_console.core.listing import KeysetListView
@@ -17,6 +21,7 @@ from tasks.tables import COLUMNS, MESSAGE_COLUMNS, TaskRows, message_table
 
 from . import selectors, services
 from .models import Message, Task
+from .services import cancel_task
 
 TIMELINE_PAGE = 100
 TRAIL_ROWS = 50
@@ -79,3 +84,43 @@ def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
     if getattr(request, "htmx", None) and request.htmx.target == "timeline":
         return render(request, "tasks/_timeline.html", context)
     return render(request, "tasks/detail.html", context)
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(roles.OPERATOR)
+def cancel_task_view(request: HttpRequest, task_id: str) -> HttpResponse:
+    """GET: the confirmation (an inline row under a list row with htmx); POST: cancel."""
+    protocol = request.POST.get("protocol") or request.GET.get("protocol") or ""
+    task = get_object_or_404(Task, protocol=protocol, task_id=task_id)
+    detail_url = f"{reverse('tasks:detail', args=[task.task_id])}?protocol={task.protocol}"
+    in_row = request.GET.get("row") == "1" and getattr(request, "htmx", None)
+    if request.method == "GET":
+        if not in_row:
+            return redirect(f"{detail_url}#cancel")
+        context = {"task": task, "idempotency_key": new_idempotency_key()}
+        return render(request, "tasks/_cancel_row.html", context)
+    try:
+        outcome = cancel_task(
+            task.protocol,
+            task.task_id,
+            actor=Actor.of_user(request.user),
+            reason=request.POST.get("reason"),
+            idempotency_key=request.POST.get("idempotency_key"),
+        )
+    except InvalidCancel as exc:
+        return cancel_views.invalid(request, str(exc), detail_url)
+    if in_row:
+        context = {
+            "outcome": outcome,
+            "style": outcome.kind.style,
+            # The list row, redrawn with the task's new state (only operators get here).
+            "updated_row": TaskRows(selectable=True, operator=True).row(
+                outcome.obj, extra_attrs=' hx-swap-oob="outerHTML"'
+            )
+            if outcome.obj
+            else "",
+        }
+        return render(request, "tasks/_cancel_row_result.html", context)
+    return cancel_views.respond(
+        request, outcome, detail_url=detail_url, fragment="tasks/_cancel_result.html"
+    )

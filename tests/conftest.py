@@ -5,10 +5,16 @@ from __future__ import annotations
 import os
 
 import pytest
+from django.conf import settings
 from django.contrib.auth.models import Group
 
 from beeos_console.auditlog.services import Actor
 from beeos_console.core import roles
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A fast password hasher: the suite creates many users, none needs a slow hash."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture(scope="session")

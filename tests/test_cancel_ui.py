@@ -319,7 +319,7 @@ class TestBulkCancel:
         make_operation("runtime_committed")
         html = operator.get("/bulk/operation/cancel/?scope=all&query=").content.decode()
         assert "cancel 2 operations" in html
-        assert "The effect has already happened" in html  # the single-cancel words
+        assert "the effect has already happened" in html
 
     def test_list_page_offers_bulk_to_operators_only(self, operator, client, support_user):
         make_task("running")

@@ -24,7 +24,7 @@ from django.core.management import call_command
 
 from beeos_console.auditlog.models import AuditEntry
 from beeos_console.auditlog.services import Actor
-from beeos_console.ingest.views import ingest_record, ingest_records
+from beeos_console.ingest.services import ingest_record, ingest_records
 from beeos_console.mirror.models import StatusCount
 from operations import states as op_states
 from operations.models import RuntimeOperation, RuntimeOperationEvent

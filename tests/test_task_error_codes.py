@@ -19,7 +19,7 @@ from rest_framework.test import APIClient
 
 from beeos_console.auditlog.services import Actor
 from beeos_console.core import tokens
-from beeos_console.ingest.views import ingest_record, ingest_records
+from beeos_console.ingest.services import ingest_record, ingest_records
 from beeos_console.mirror.edge import IngestError
 from tasks.models import Task
 from tasks.services import parse_a2a_task, parse_openapi_task

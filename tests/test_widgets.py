@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django import forms
 
-from beeos_console.mirror.filtersets import CheckboxSelectMultiple
+from beeos_console.core.filtersets import CheckboxSelectMultiple
 
 CHOICES = [
     ("queued", "queued"),

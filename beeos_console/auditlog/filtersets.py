@@ -5,7 +5,7 @@ from __future__ import annotations
 import django_filters
 
 from beeos_console.auditlog.models import AuditEntry
-from beeos_console.mirror.filtersets import (
+from beeos_console.core.filtersets import (
     ConsoleFilterSet,
     NoopBooleanFilter,
     SortFilter,

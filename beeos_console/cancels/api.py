@@ -11,17 +11,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from beeos_console.auditlog.services import Actor
-from beeos_console.cancels.engine import CancelOutcome, InvalidCancel
+from beeos_console.cancels.engine import RESULTS, CancelOutcome, InvalidCancel
 
-HTTP_STATUS = {
-    "cancelled": status.HTTP_200_OK,
-    "cancel_requested": status.HTTP_202_ACCEPTED,
-    "refused": status.HTTP_409_CONFLICT,
-    "already_requested": status.HTTP_409_CONFLICT,
-    "not_sent": status.HTTP_503_SERVICE_UNAVAILABLE,
-    "uncertain": status.HTTP_504_GATEWAY_TIMEOUT,
-    "failed": status.HTTP_502_BAD_GATEWAY,
-}
+HTTP_STATUS = {result: kind.http_status for result, kind in RESULTS.items()}
 
 CANCEL_REQUEST = inline_serializer(
     "CancelRequestBody", {"reason": serializers.CharField(max_length=2000)}

@@ -19,11 +19,9 @@ from django_tasks import task as background_task
 
 from beeos_console.auditlog import services as audit
 from beeos_console.auditlog.services import Actor
+from beeos_console.cancels.engine import request_cancel
 from beeos_console.cancels.models import BulkCancel
-from operations import states as op_states
-from operations.models import RuntimeOperation
-from tasks import states as task_states
-from tasks.models import Task
+from beeos_console.mirror import registry
 
 BULK_MAX = 5000  # items per batch: larger selections are refused, narrow the filter
 EXAMPLES = 5
@@ -60,53 +58,31 @@ class BulkPreview:
         return f"cancel {self.count} {self.noun}"
 
 
-def _skip_reason_task(task: Task) -> str | None:
-    # Cancellability depends on the status alone (never on a producer's details).
-    projection = task_states.project(task.protocol, task.raw_state)
-    if projection.status in ("queued", "processing"):
-        return None
-    if projection.is_unmapped:
-        return f"unmapped state {task.raw_state!r}: cannot tell whether a cancel is safe"
-    return f"already {projection.status}"
-
-
-def _skip_reason_operation(op: RuntimeOperation) -> str | None:
-    if op.has_cancel_request:
-        return "already cancel-requested"
-    # The same rule, in the same words, as a single cancel.
-    return op_states.cancel_refusal(op.raw_status)
-
-
 def preview(kind: str, queryset: QuerySet) -> BulkPreview:
-    """Split a selection (at most BULK_MAX rows are looked at) into cancel / skip."""
+    """Split a selection (at most BULK_MAX rows are looked at) into cancel / skip.
+
+    Each row is judged by its kind's one cancel rule, the same a single cancel asks.
+    """
+    mirrored = registry.cancellable_kinds()[kind]
+    target_class = mirrored.cancel_target
     result = BulkPreview(kind)
-    if kind == "task":
-        rows = list(
-            queryset.order_by("-created_at", "-id").only("protocol", "task_id", "raw_state")[
-                : BULK_MAX + 1
-            ]
-        )
-    else:
-        rows = list(
-            queryset.order_by("-created_at", "-id").only(
-                "operation_id", "raw_status", "cancel_requested_at", "cancel_requested_by"
-            )[: BULK_MAX + 1]
-        )
+    rows = list(
+        queryset.order_by("-created_at", "-id").only(*mirrored.cancel_fields)[: BULK_MAX + 1]
+    )
     if len(rows) > BULK_MAX:
         result.too_many = True
         rows = rows[:BULK_MAX]
     for row in rows:
-        if kind == "task":
-            reason, key = _skip_reason_task(row), (row.protocol, row.task_id)
-        else:
-            reason, key = _skip_reason_operation(row), ("", row.operation_id)
-        if reason is None:
-            result.items.append(key)
-        else:
-            result.skipped[reason] += 1
-            result.examples.setdefault(reason, [])
-            if len(result.examples[reason]) < EXAMPLES:
-                result.examples[reason].append(key[1])
+        target = target_class.for_object(row)
+        refusal = target.refusal(row) or target.already_requested(row)
+        if refusal is None:
+            result.items.append((target.protocol, target.object_id))
+            continue
+        why = refusal.summary
+        result.skipped[why] += 1
+        result.examples.setdefault(why, [])
+        if len(result.examples[why]) < EXAMPLES:
+            result.examples[why].append(target.object_id)
     return result
 
 
@@ -143,8 +119,6 @@ def start(selection: BulkPreview, *, actor: Actor, reason: str, query: str) -> B
 @background_task()
 def run_bulk_cancel(bulk_id: int) -> dict[str, int]:
     """The worker side: one safe cancel per item, progress saved as it goes."""
-    from operations.services import cancel_operation
-    from tasks.services import cancel_task
 
     bulk = BulkCancel.objects.get(pk=bulk_id)
     if bulk.state == BulkCancel.State.FINISHED:
@@ -153,23 +127,18 @@ def run_bulk_cancel(bulk_id: int) -> dict[str, int]:
         state=BulkCancel.State.RUNNING, started_at=timezone.now()
     )
     actor = Actor(bulk.requested_by)
+    target_class = registry.cancellable_kinds()[bulk.object_kind].cancel_target
     results: Counter[str] = Counter()
     for index, (protocol, object_id) in enumerate(bulk.items):
         key = f"bulk-{bulk.pk}-{index}"  # a restarted batch never cancels an item twice
         try:
-            if bulk.object_kind == "task":
-                outcome = cancel_task(
-                    protocol,
-                    object_id,
-                    actor=actor,
-                    reason=bulk.reason,
-                    idempotency_key=key,
-                    bulk=bulk,
-                )
-            else:
-                outcome = cancel_operation(
-                    object_id, actor=actor, reason=bulk.reason, idempotency_key=key, bulk=bulk
-                )
+            outcome = request_cancel(
+                target_class(protocol, object_id),
+                actor=actor,
+                reason=bulk.reason,
+                idempotency_key=key,
+                bulk=bulk,
+            )
             results[outcome.result] += 1
         except LookupError:
             results["not_found"] += 1

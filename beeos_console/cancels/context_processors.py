@@ -4,14 +4,13 @@ from typing import Any
 
 from django.http import HttpRequest
 
-from beeos_console.cancels.gateways import LocalGateway
+from beeos_console.cancels.gateways import LocalGateway, upstream_configured
 from beeos_console.core import roles
-from beeos_console.upstream import clients as upstream
 
 
 def console(request: HttpRequest) -> dict[str, Any]:
     """What every page shows in its frame: which gateway cancels go through."""
-    configured = upstream.platform_configured()  # the same test active_gateway() makes
+    configured = upstream_configured()  # the same test active_gateway() makes
     return {
         "gateway_name": "BeeOS" if configured else LocalGateway.label,
         "gateway_is_local": not configured,

@@ -21,7 +21,6 @@ from typing import Any
 
 from django.db import DatabaseError, IntegrityError, transaction
 from django.utils import timezone
-from django.utils.module_loading import autodiscover_modules
 from django_tasks import task as background_task
 
 from beeos_console.auditlog import services as audit
@@ -29,6 +28,7 @@ from beeos_console.auditlog.services import Actor
 from beeos_console.cancels import gateways as gateway
 from beeos_console.cancels.gateways import Gateway, GatewayAnswer
 from beeos_console.cancels.models import CancelRequest
+from beeos_console.mirror import registry
 
 logger = logging.getLogger(__name__)
 
@@ -43,15 +43,45 @@ NOT_SENT = "not_sent"
 UNCERTAIN = "uncertain"
 FAILED = "failed"
 
-STATE_FOR_RESULT = {
-    CANCELLED: CancelRequest.State.ACCEPTED,
-    CANCEL_REQUESTED: CancelRequest.State.ACCEPTED,
-    REFUSED: CancelRequest.State.REFUSED,
-    ALREADY_REQUESTED: CancelRequest.State.REFUSED,
-    NOT_SENT: CancelRequest.State.NOT_SENT,
-    UNCERTAIN: CancelRequest.State.UNCERTAIN,
-    FAILED: CancelRequest.State.FAILED,
+
+@dataclass(frozen=True)
+class ResultKind:
+    """What one cancel result means everywhere it shows."""
+
+    stored_state: str  # CancelRequest.state
+    http_status: int  # the REST answer
+    style: str  # the HTML message's CSS style (success / info / warning / error)
+
+
+RESULTS: dict[str, ResultKind] = {
+    CANCELLED: ResultKind(CancelRequest.State.ACCEPTED, 200, "success"),
+    CANCEL_REQUESTED: ResultKind(CancelRequest.State.ACCEPTED, 202, "success"),
+    REFUSED: ResultKind(CancelRequest.State.REFUSED, 409, "info"),
+    ALREADY_REQUESTED: ResultKind(CancelRequest.State.REFUSED, 409, "info"),
+    # Safe to retry: nothing left the console.
+    NOT_SENT: ResultKind(CancelRequest.State.NOT_SENT, 503, "warning"),
+    # Not resent: it may have taken effect.
+    UNCERTAIN: ResultKind(CancelRequest.State.UNCERTAIN, 504, "warning"),
+    FAILED: ResultKind(CancelRequest.State.FAILED, 502, "error"),
 }
+STATE_FOR_RESULT = {result: kind.stored_state for result, kind in RESULTS.items()}
+
+
+class Refusal(str):
+    """Why something may not be cancelled now: the words an operator reads.
+
+    ``code`` groups refusals (bulk preview, metrics); ``summary`` is the short
+    form a bulk preview lists. A ``str`` so that every message path takes it as is.
+    """
+
+    code: str
+    summary: str
+
+    def __new__(cls, words: str, *, code: str, summary: str = "") -> Refusal:
+        refusal = super().__new__(cls, words)
+        refusal.code = code
+        refusal.summary = summary or words
+        return refusal
 
 
 class InvalidCancel(ValueError):
@@ -73,6 +103,10 @@ class CancelOutcome:
         return self.result in (CANCELLED, CANCEL_REQUESTED)
 
     @property
+    def kind(self) -> ResultKind:
+        return RESULTS[self.result]
+
+    @property
     def upstream_error(self) -> dict[str, str] | None:
         """The A2A JSON-RPC error BeeOS answered (code and ErrorInfo reason), if any."""
         upstream = self.request.upstream if self.request is not None else {}
@@ -91,14 +125,6 @@ class CancelTarget(ABC):
     """What the engine needs to know about one kind of object."""
 
     kind: str
-    # Every kind's target, by kind: the resolver finds a request's target here (the apps
-    # subclass this; the engine never imports them).
-    registry: dict[str, type[CancelTarget]] = {}
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        if isinstance(getattr(cls, "kind", None), str):
-            CancelTarget.registry[cls.kind] = cls
 
     def __init__(self, protocol: str, object_id: str) -> None:
         self.protocol = protocol
@@ -108,9 +134,18 @@ class CancelTarget(ABC):
     def load(self, *, lock: bool = True) -> Any:
         """The object (row-locked with select_for_update when ``lock``), or None."""
 
+    @classmethod
+    def for_object(cls, obj: Any) -> CancelTarget:
+        """The target naming ``obj`` (the engine reloads and locks it)."""
+        return cls(getattr(obj, "protocol", ""), cls.object_id_of(obj))
+
+    @staticmethod
     @abstractmethod
-    def refusal(self, obj: Any) -> str | None:
-        """Why this object must not be cancelled now, in words; None when it may."""
+    def object_id_of(obj: Any) -> str: ...
+
+    @abstractmethod
+    def refusal(self, obj: Any) -> Refusal | None:
+        """Why this object must not be cancelled now; None when it may (the kind's one rule)."""
 
     @abstractmethod
     def summary(self, obj: Any) -> dict[str, Any]:
@@ -122,7 +157,13 @@ class CancelTarget(ABC):
     @abstractmethod
     def reread(self, gw: Gateway, obj: Any) -> None: ...
 
-    def already_requested(self, obj: Any) -> str | None:
+    @abstractmethod
+    def apply_local_cancel(
+        self, obj: Any, *, requested_by: str, reason: str, at: dt.datetime
+    ) -> bool:
+        """Cancel in the mirror itself (no upstream: the demo). False when it ended meanwhile."""
+
+    def already_requested(self, obj: Any) -> Refusal | None:
         """A cancel request the upstream already holds (operations carry one)."""
         return None
 
@@ -179,7 +220,7 @@ def request_cancel(
 
     # --- step 3: the call -----------------------------------------------------------
     try:
-        answer = target.call(gw, obj, key, reason, actor)
+        answer = gw.cancel(target, obj, key, reason, actor)
     except DatabaseError as exc:
         # Gateways touch our database only before dispatch (the local one *is* the
         # database and rolls back): nothing went out.
@@ -194,7 +235,7 @@ def request_cancel(
     ):
         # "The API is truth": read back what the object is now.
         try:
-            target.reread(gw, obj)
+            gw.reread(target, obj)
         except Exception as exc:  # noqa: BLE001 - a failed re-read must not lose the answer
             answer = GatewayAnswer(
                 answer.outcome,
@@ -552,10 +593,11 @@ def _resolution_of(target: CancelTarget, obj: Any) -> str | None:
 
 
 def target_for(request: CancelRequest) -> CancelTarget:
-    """The request's object as a CancelTarget (each app's ``services`` registers its kind)."""
-    if request.object_kind not in CancelTarget.registry:
-        autodiscover_modules("services")
-    return CancelTarget.registry[request.object_kind](request.protocol, request.object_id)
+    """The request's object as a CancelTarget (each app registers its kind)."""
+    kind = registry.get(request.object_kind)
+    if kind is None or kind.cancel_target is None:
+        raise LookupError(f"No cancellable kind {request.object_kind!r} is registered.")
+    return kind.cancel_target(request.protocol, request.object_id)
 
 
 def recheck(
@@ -582,7 +624,7 @@ def recheck(
     reread_error = ""
     if obj is not None:
         try:
-            target.reread(gw, obj)  # on the network: no transaction, no locks held
+            gw.reread(target, obj)  # on the network: no transaction, no locks held
         except Exception as exc:  # noqa: BLE001 - a failed re-read is a re-read that told nothing
             reread_error = type(exc).__name__
     with transaction.atomic():

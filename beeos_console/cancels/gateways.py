@@ -12,12 +12,18 @@ import json
 import socket
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
+from django.utils.module_loading import import_string
 
-from beeos_console.upstream import clients as upstream
+from beeos_console.mirror import registry
+
+if TYPE_CHECKING:
+    from beeos_console.auditlog.services import Actor
+    from beeos_console.cancels.engine import CancelTarget
 
 # Outcomes (the "result" of a gateway call).
 ACCEPTED = "accepted"  # the cancel took effect or was accepted upstream
@@ -48,10 +54,22 @@ class GatewayAnswer:
 
 
 class Gateway(ABC):
-    """Override per upstream; the engine in ``cancellation`` drives it."""
+    """Override per upstream; the engine in ``cancels.engine`` drives it.
+
+    ``cancel`` and ``reread`` are what the engine calls; by default they ask
+    the cancel target which of the per-kind methods below applies.
+    """
 
     name: str = "gateway"
     label: str = "Gateway"
+
+    def cancel(
+        self, target: CancelTarget, obj: Any, key: str, reason: str, actor: Actor
+    ) -> GatewayAnswer:
+        return target.call(self, obj, key, reason, actor)
+
+    def reread(self, target: CancelTarget, obj: Any) -> None:
+        target.reread(self, obj)
 
     @abstractmethod
     def cancel_task(self, task: Any, *, idempotency_key: str, reason: str) -> GatewayAnswer: ...
@@ -71,34 +89,26 @@ class Gateway(ABC):
 
 
 class LocalGateway(Gateway):
-    """The demo: no upstream, the cancel is applied to the mirror itself."""
+    """The demo: no upstream; each kind's cancel target applies its own cancel to the mirror."""
 
     name = "local"
     label = "Local (demo)"
 
     def cancel_task(self, task: Any, *, idempotency_key: str, reason: str) -> GatewayAnswer:
-        from tasks.services import apply_local_cancel
-
-        try:
-            with transaction.atomic():
-                bounded_lock_wait()
-                applied = apply_local_cancel(task)
-        except DatabaseError as exc:
-            return database_failure(exc)
-        if not applied:
-            return _ended_meanwhile()
-        return GatewayAnswer(ACCEPTED, "Cancelled in the mirror (local gateway: no upstream call).")
+        return self._apply("task", task, requested_by="", reason=reason)
 
     def cancel_operation(
         self, op: Any, *, idempotency_key: str, reason: str, requested_by: str
     ) -> GatewayAnswer:
-        from operations.services import apply_local_cancel
+        return self._apply("operation", op, requested_by=requested_by, reason=reason)
 
+    def _apply(self, kind: str, obj: Any, *, requested_by: str, reason: str) -> GatewayAnswer:
+        target = registry.get(kind).cancel_target.for_object(obj)
         try:
             with transaction.atomic():
                 bounded_lock_wait()
-                applied = apply_local_cancel(
-                    op, requested_by=requested_by, reason=reason, at=timezone.now()
+                applied = target.apply_local_cancel(
+                    obj, requested_by=requested_by, reason=reason, at=timezone.now()
                 )
         except DatabaseError as exc:
             return database_failure(exc)
@@ -138,13 +148,19 @@ def database_failure(exc: BaseException) -> GatewayAnswer:
     )
 
 
-def active_gateway() -> Gateway:
-    """BeeOS when an upstream is configured, else the local demo gateway."""
-    if upstream.platform_configured():
-        from beeos_console.upstream.gateway import BeeOSGateway
+def upstream_configured() -> bool:
+    """Is a BeeOS upstream configured (else cancels apply to the mirror: the demo)?"""
+    return bool(settings.BEEOS_API_URL)
 
-        return BeeOSGateway()
-    return LocalGateway()
+
+def active_gateway() -> Gateway:
+    """The gateway class named in settings: BeeOS's when an upstream is configured."""
+    path = (
+        settings.CONSOLE_UPSTREAM_GATEWAY
+        if upstream_configured()
+        else settings.CONSOLE_LOCAL_GATEWAY
+    )
+    return import_string(path)()
 
 
 # --- classifying transport failures ------------------------------------------

@@ -1,4 +1,8 @@
-"""Cancel pages: single cancels (htmx fragment or POST-redirect-GET) and bulk cancels."""
+"""Cancel pages: bulk cancels, and the answer every single cancel page gives.
+
+The single cancel views live with their app (``tasks.views``, ``operations.views``);
+they answer through ``respond`` / ``invalid`` below (htmx fragment or POST-redirect-GET).
+"""
 
 from __future__ import annotations
 
@@ -8,35 +12,20 @@ from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods
 
 from beeos_console.auditlog.services import Actor
 from beeos_console.cancels import bulk
-from beeos_console.cancels.engine import InvalidCancel, new_idempotency_key
+from beeos_console.cancels.engine import new_idempotency_key
 from beeos_console.cancels.models import BulkCancel, CancelRequest
 from beeos_console.core import roles
 from beeos_console.core.permissions import role_required
-from operations.filtersets import RuntimeOperationFilterSet
-from operations.models import RuntimeOperation
-from operations.services import cancel_operation
-from tasks.filtersets import TaskFilterSet
-from tasks.models import Task
-from tasks.services import cancel_task
-from tasks.tables import TaskRows
-
-RESULT_STYLE = {
-    "cancelled": "success",
-    "cancel_requested": "success",
-    "refused": "info",
-    "already_requested": "info",
-    "not_sent": "warning",
-    "uncertain": "warning",
-    "failed": "error",
-}
+from beeos_console.mirror import registry
+from beeos_console.mirror.registry import MirroredKind
 
 
-def _respond(request: HttpRequest, outcome: Any, *, detail_url: str, fragment: str) -> HttpResponse:
-    style = RESULT_STYLE.get(outcome.result, "info")
+def respond(request: HttpRequest, outcome: Any, *, detail_url: str, fragment: str) -> HttpResponse:
+    style = outcome.kind.style
     if getattr(request, "htmx", None):
         context = {
             "outcome": outcome,
@@ -50,64 +39,7 @@ def _respond(request: HttpRequest, outcome: Any, *, detail_url: str, fragment: s
     return redirect(detail_url)
 
 
-@require_http_methods(["GET", "POST"])
-@role_required(roles.OPERATOR)
-def cancel_task_view(request: HttpRequest, task_id: str) -> HttpResponse:
-    """GET: the confirmation (an inline row under a list row with htmx); POST: cancel."""
-    protocol = request.POST.get("protocol") or request.GET.get("protocol") or ""
-    task = get_object_or_404(Task, protocol=protocol, task_id=task_id)
-    detail_url = f"{reverse('tasks:detail', args=[task.task_id])}?protocol={task.protocol}"
-    in_row = request.GET.get("row") == "1" and getattr(request, "htmx", None)
-    if request.method == "GET":
-        if not in_row:
-            return redirect(f"{detail_url}#cancel")
-        context = {"task": task, "idempotency_key": new_idempotency_key()}
-        return render(request, "tasks/_cancel_row.html", context)
-    try:
-        outcome = cancel_task(
-            task.protocol,
-            task.task_id,
-            actor=Actor.of_user(request.user),
-            reason=request.POST.get("reason"),
-            idempotency_key=request.POST.get("idempotency_key"),
-        )
-    except InvalidCancel as exc:
-        return _invalid(request, str(exc), detail_url)
-    if in_row:
-        context = {
-            "outcome": outcome,
-            "style": RESULT_STYLE.get(outcome.result, "info"),
-            # The list row, redrawn with the task's new state (only operators get here).
-            "updated_row": TaskRows(selectable=True, operator=True).row(
-                outcome.obj, extra_attrs=' hx-swap-oob="outerHTML"'
-            )
-            if outcome.obj
-            else "",
-        }
-        return render(request, "tasks/_cancel_row_result.html", context)
-    return _respond(request, outcome, detail_url=detail_url, fragment="tasks/_cancel_result.html")
-
-
-@require_POST
-@role_required(roles.OPERATOR)
-def cancel_operation_view(request: HttpRequest, operation_id: str) -> HttpResponse:
-    op = get_object_or_404(RuntimeOperation, operation_id=operation_id)
-    detail_url = reverse("operations:detail", args=[op.operation_id])
-    try:
-        outcome = cancel_operation(
-            op.operation_id,
-            actor=Actor.of_user(request.user),
-            reason=request.POST.get("reason"),
-            idempotency_key=request.POST.get("idempotency_key"),
-        )
-    except InvalidCancel as exc:
-        return _invalid(request, str(exc), detail_url)
-    return _respond(
-        request, outcome, detail_url=detail_url, fragment="operations/_cancel_result.html"
-    )
-
-
-def _invalid(request: HttpRequest, message: str, detail_url: str) -> HttpResponse:
+def invalid(request: HttpRequest, message: str, detail_url: str) -> HttpResponse:
     if getattr(request, "htmx", None):
         return render(
             request,
@@ -121,28 +53,14 @@ def _invalid(request: HttpRequest, message: str, detail_url: str) -> HttpRespons
 
 # --- bulk ------------------------------------------------------------------------------
 
-KINDS = {
-    "task": (Task, TaskFilterSet, "tasks:list"),
-    "operation": (RuntimeOperation, RuntimeOperationFilterSet, "operations:list"),
-}
 
-
-def _selection(request: HttpRequest, kind: str, data: QueryDict) -> tuple[Any, str]:
-    model, filterset_class, _ = KINDS[kind]
+def _selection(request: HttpRequest, kind: MirroredKind, data: QueryDict) -> tuple[Any, str]:
     query = data.get("query", "")
     if data.get("scope") == "selected":
-        picks = [p for p in data.getlist("pick") if p]
-        if kind == "task":
-            pairs = [p.split(":", 1) for p in picks if ":" in p]
-            ids = {task_id for _, task_id in pairs}
-            protocols = {protocol for protocol, _ in pairs}
-            qs = model.objects.filter(task_id__in=ids, protocol__in=protocols)
-            qs = [t for t in qs if f"{t.protocol}:{t.task_id}" in picks]
-            return _ListSelection(qs), query
-        return model.objects.filter(operation_id__in=picks), query
-    filterset = filterset_class(QueryDict(query), queryset=model.objects.all())
+        return _ListSelection(kind.picked([p for p in data.getlist("pick") if p])), query
+    filterset = kind.filterset_class(QueryDict(query), queryset=kind.model.objects.all())
     if not filterset.is_valid():
-        return model.objects.none(), query
+        return kind.model.objects.none(), query
     return filterset.qs, query
 
 
@@ -159,10 +77,11 @@ class _ListSelection(list):
 @require_http_methods(["GET", "POST"])
 @role_required(roles.OPERATOR)
 def bulk_cancel_view(request: HttpRequest, kind: str) -> HttpResponse:
-    if kind not in KINDS:
+    mirrored = registry.cancellable_kinds().get(kind)
+    if mirrored is None:
         raise Http404
     data = request.POST if request.method == "POST" else request.GET
-    selection_qs, query = _selection(request, kind, data)
+    selection_qs, query = _selection(request, mirrored, data)
     selection = bulk.preview(kind, selection_qs)
     context: dict[str, Any] = {
         "kind": kind,
@@ -170,7 +89,7 @@ def bulk_cancel_view(request: HttpRequest, kind: str) -> HttpResponse:
         "query": query,
         "scope": data.get("scope", "all"),
         "picks": data.getlist("pick"),
-        "list_url": f"{reverse(KINDS[kind][2])}?{query}",
+        "list_url": f"{reverse(mirrored.list_url_name)}?{query}",
         "bulk_max": bulk.BULK_MAX,
         "reason": data.get("reason", ""),
     }

@@ -20,29 +20,21 @@ from django_tasks import task as background_task
 
 from beeos_console.auditlog import services as audit
 from beeos_console.auditlog.services import Actor
-from beeos_console.mirror import counters
+from beeos_console.mirror import counters, registry
 from beeos_console.mirror.states import PROJECTION_VERSION, Projection
+from beeos_console.projection import audit as projection_audit
 from beeos_console.projection.models import ProjectionJob
-from operations.models import RuntimeOperation
-from operations.services import project_operation_row
-from tasks import states as task_states
-from tasks.models import Message, Task
 
-KINDS: dict[str, type] = {"task": Task, "message": Message, "operation": RuntimeOperation}
 CHUNK = 2000
 SHOWN_CHANGES = 200
 
 
 def expected_for(kind: str, obj: Any) -> Projection:
-    if kind == "task":
-        return obj.expected_projection
-    if kind == "message":
-        return task_states.project_message(obj.state, stop_reason=obj.stop_reason)
-    return project_operation_row(obj)
+    return registry.get(kind).expected_projection(obj)
 
 
-def object_label(kind: str, obj: Any) -> str:
-    return {"task": "task_id", "message": "message_id", "operation": "operation_id"}[kind]
+def object_id(kind: str, obj: Any) -> str:
+    return registry.get(kind).object_id(obj)
 
 
 def diff(kind: str, obj: Any) -> dict[str, list[Any]]:
@@ -56,7 +48,8 @@ def diff(kind: str, obj: Any) -> dict[str, list[Any]]:
 
 def reproject_row(kind: str, pk: int, *, actor: Actor) -> dict[str, list[Any]]:
     """Re-project one row under a row lock; audit the change. Returns what changed."""
-    model = KINDS[kind]
+    mirrored = registry.get(kind)
+    model = mirrored.model
     with transaction.atomic():
         obj = model.objects.select_for_update().get(pk=pk)
         changes = diff(kind, obj)
@@ -66,17 +59,15 @@ def reproject_row(kind: str, pk: int, *, actor: Actor) -> dict[str, list[Any]]:
         for name, value in expected_for(kind, obj).as_fields().items():
             setattr(obj, name, value)
         obj.save(update_fields=[*expected_for(kind, obj).as_fields(), "mirrored_at"])
-        if kind in ("task", "operation") and old_status != obj.status:
-            counters.on_change(
-                counters.TASK if kind == "task" else counters.OPERATION,
-                (old_status, obj.created_at),
-                (obj.status, obj.created_at),
-            )
+        for counter, column in mirrored.counters.items():
+            if column == "status" and old_status != obj.status:
+                before, after = (old_status, obj.created_at), (obj.status, obj.created_at)
+                counters.on_change(counter, before, after)
         audit.record(
             actor,
             f"{kind}.reprojected",
             kind,
-            getattr(obj, object_label(kind, obj)),
+            object_id(kind, obj),
             before={k: v[0] for k, v in changes.items()},
             after={k: v[1] for k, v in changes.items()},
             detail={"projection_version": PROJECTION_VERSION},
@@ -92,8 +83,9 @@ def changes(
     ``outdated_only``: just the rows an older table version stamped (a drifted
     row of today's version is the audit's finding to explain, not to overwrite).
     """
-    for kind, model in KINDS.items():
-        base = model.objects.all()
+    for mirrored in registry.kinds():
+        kind = mirrored.name
+        base = mirrored.projected_rows(mirrored.model.objects.all())
         if outdated_only:
             base = base.filter(projection_version__lt=PROJECTION_VERSION)
         last = 0
@@ -103,8 +95,6 @@ def changes(
                 break
             last = rows[-1].pk
             for obj in rows:
-                if kind == "message" and obj.source != Message.Source.ENVELOPE:
-                    continue
                 found = diff(kind, obj)
                 if found:
                     yield kind, obj, found
@@ -126,7 +116,7 @@ def run(
             shown.append(
                 {
                     "kind": kind,
-                    "id": getattr(obj, object_label(kind, obj)),
+                    "id": object_id(kind, obj),
                     "protocol": getattr(obj, "protocol", ""),
                     "raw": getattr(obj, "raw_state", None)
                     or getattr(obj, "raw_status", None)
@@ -149,8 +139,6 @@ def run(
 @background_task()
 def run_projection_job(job_id: int) -> str:
     """The worker side of the audit page's buttons."""
-    from beeos_console.projection import audit as projection_audit
-
     job = ProjectionJob.objects.get(pk=job_id)
     ProjectionJob.objects.filter(pk=job_id).update(state=ProjectionJob.State.RUNNING)
 

@@ -14,6 +14,8 @@ from beeos_console.auditlog.services import Actor
 from beeos_console.core import roles
 from beeos_console.core.pagination import CAPPED_COUNT
 from beeos_console.core.permissions import role_required
+from beeos_console.mirror import registry
+from beeos_console.mirror.registry import MirroredKind
 from beeos_console.mirror.states import PROJECTION_VERSION, UNMAPPED
 from beeos_console.projection import reprojection
 from beeos_console.projection.audit import FAILING, INFORMATIONAL
@@ -127,9 +129,10 @@ def projection_job_view(request: HttpRequest, pk: int) -> HttpResponse:
 @role_required(roles.ADMIN)
 def reproject_one_view(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
     """GET: the dry run for one object; POST: apply it (audited)."""
-    if kind not in reprojection.KINDS:
+    mirrored = registry.get(kind)
+    if mirrored is None:
         raise Http404
-    obj = get_object_or_404(reprojection.KINDS[kind], pk=pk)
+    obj = get_object_or_404(mirrored.model, pk=pk)
     if request.method == "POST":
         changed = reprojection.reproject_row(kind, obj.pk, actor=Actor.of_user(request.user))
         if changed:
@@ -140,7 +143,7 @@ def reproject_one_view(request: HttpRequest, kind: str, pk: int) -> HttpResponse
     context = {
         "kind": kind,
         "obj": obj,
-        "label": getattr(obj, reprojection.object_label(kind, obj)),
+        "label": mirrored.object_id(obj),
         "changes": reprojection.diff(kind, obj),
         "expected": reprojection.expected_for(kind, obj),
         "next": request.GET.get("next", ""),
@@ -148,11 +151,9 @@ def reproject_one_view(request: HttpRequest, kind: str, pk: int) -> HttpResponse
     return render(request, "audit/reproject_one.html", context)
 
 
-def object_pk(kind: str, object_id: str, protocol: str = "") -> int | None:
-    model = reprojection.KINDS[kind]
-    field = {"task": "task_id", "message": "message_id", "operation": "operation_id"}[kind]
-    qs = model.objects.filter(**{field: object_id})
-    if kind == "task" and protocol:
+def object_pk(kind: MirroredKind, object_id: str, protocol: str = "") -> int | None:
+    qs = kind.model.objects.filter(**{kind.id_field: object_id})
+    if protocol and hasattr(kind.model, "protocol"):
         qs = qs.filter(protocol=protocol)
     return qs.values_list("pk", flat=True).first()
 
@@ -160,9 +161,10 @@ def object_pk(kind: str, object_id: str, protocol: str = "") -> int | None:
 @role_required(roles.ADMIN)
 def reproject_lookup(request: HttpRequest, kind: str) -> HttpResponse:
     """From a report example (kind + id) to its re-projection page."""
-    if kind not in reprojection.KINDS:
+    mirrored = registry.get(kind)
+    if mirrored is None:
         raise Http404
-    pk = object_pk(kind, request.GET.get("id", ""), request.GET.get("protocol", ""))
+    pk = object_pk(mirrored, request.GET.get("id", ""), request.GET.get("protocol", ""))
     if pk is None:
         raise Http404("No such object any more.")
     return redirect("audit:reproject-one", kind=kind, pk=pk)

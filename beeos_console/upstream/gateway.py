@@ -31,7 +31,9 @@ from beeos_console.cancels.gateways import (
     transport_failure,
 )
 from beeos_console.upstream import clients as upstream
+from beeos_console.upstream.sync import ACTOR, Syncer
 from tasks import states as task_states
+from tasks.services import parse_a2a_task, write_task
 
 _TRANSPORT_ERRORS = (OSError, beeos_sdk.rest.urllib3.exceptions.HTTPError)
 
@@ -326,16 +328,12 @@ class BeeOSGateway(Gateway):
             return
         if task.protocol != task_states.OPENAPI or not task.agent_id:
             return
-        from beeos_console.upstream.sync import Syncer
-
         Syncer(self.client, instances=[]).sync_task(task.agent_id, task.task_id)
 
     def _reread_a2a(self, task: Any) -> None:
         cloud = self._cloud()
         if cloud is None or not task.agent_id:
             return
-        from beeos_console.upstream.sync import ACTOR
-        from tasks.services import parse_a2a_task, write_task
 
         view = cloud.a2a.get_task(task.agent_id, task.task_id)
         write_task(parse_a2a_task(view), actor=ACTOR, authoritative=True)
@@ -366,6 +364,4 @@ class BeeOSGateway(Gateway):
         )
 
     def reread_operation(self, op: Any) -> None:
-        from beeos_console.upstream.sync import Syncer
-
         Syncer(self.client, instances=[]).sync_operation(op.instance_id, op.operation_id)

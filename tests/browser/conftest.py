@@ -31,17 +31,24 @@ ASYNC_UNSAFE = "DJANGO_ALLOW_ASYNC_UNSAFE"
 phase_report_key = pytest.StashKey[dict[str, pytest.TestReport]]()
 
 
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Mark this folder's tests ``browser`` as they are collected.
+
+    Before any ``collection_modifyitems`` hook, so ``-m "not browser"`` (which
+    deselects there) really leaves them out.
+    """
+    if HERE in Path(item.path).resolve().parents:
+        item.add_marker(pytest.mark.browser)
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark this folder's tests ``browser`` and run them after every other test.
+    """Run this folder's tests after every other test.
 
     Last (after pytest-django's database ordering), because while Playwright runs
-    it keeps an asyncio loop running in the main thread: no other test may run
-    then. ``-m "not browser"`` leaves them out.
+    it keeps an asyncio loop running in the main thread: no other test may run then.
     """
     browser_items = [item for item in items if HERE in Path(item.path).resolve().parents]
-    for item in browser_items:
-        item.add_marker(pytest.mark.browser)
     ids = {id(item) for item in browser_items}
     items[:] = [item for item in items if id(item) not in ids] + browser_items
 
