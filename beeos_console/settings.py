@@ -8,6 +8,7 @@ DATABASE_URL to PostgreSQL; `manage.py check --deploy` is then clean.
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -23,6 +24,16 @@ def env_bool(name: str, default: bool) -> bool:
     if value is None or value == "":
         return default
     return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def env_int(name: str, default: int) -> int:
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return default
+    try:
+        return int(value)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name} must be a whole number, not {value!r}.") from exc
 
 
 def env_list(name: str, default: str = "") -> list[str]:
@@ -57,6 +68,10 @@ INSTALLED_APPS = [
     "django_tasks",
     "django_tasks_db",
     "django_htmx",
+    "csp",
+    # Before the console's packages: its login-failed receiver runs after axes's, so
+    # it sees whether this failure locked the client out.
+    "axes",
     # The console's own packages (DESIGN.md, "Layout"); their tables share the
     # app label "console" (beeos_console.core owns the migrations).
     "beeos_console.core.apps.ConsoleConfig",
@@ -66,6 +81,7 @@ INSTALLED_APPS = [
     "beeos_console.upstream.apps.UpstreamConfig",
     "beeos_console.projection.apps.ProjectionConfig",
     "beeos_console.demo.apps.DemoConfig",
+    "beeos_console.accounts.apps.AccountsConfig",
     "tasks",
     "operations",
 ]
@@ -73,14 +89,19 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "csp.middleware.CSPMiddleware",
+    "beeos_console.core.middleware.SecurityHeadersMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "beeos_console.core.middleware.IdleSessionMiddleware",
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: turns a locked-out login into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "beeos_console.urls"
@@ -114,11 +135,31 @@ DATABASES = {
         conn_health_checks=True,
     )
 }
+# Bounded waits: a database that does not answer fails a request instead of hanging
+# it. connect_timeout (seconds) bounds connecting; statement_timeout (server side)
+# bounds every statement; 0 turns either off. Added to whatever DATABASE_URL sets.
+DATABASE_CONNECT_TIMEOUT = env_int("DATABASE_CONNECT_TIMEOUT", 5)
+DATABASE_STATEMENT_TIMEOUT = env_int("DATABASE_STATEMENT_TIMEOUT", 30)
+_db_options = DATABASES["default"].setdefault("OPTIONS", {})
+if DATABASE_CONNECT_TIMEOUT > 0:
+    _db_options.setdefault("connect_timeout", DATABASE_CONNECT_TIMEOUT)
+if DATABASE_STATEMENT_TIMEOUT > 0:
+    _db_options["options"] = " ".join(
+        part
+        for part in (
+            _db_options.get("options", ""),
+            f"-c statement_timeout={DATABASE_STATEMENT_TIMEOUT * 1000}",
+        )
+        if part
+    )
 if DATABASES["default"]["ENGINE"] not in {
     "django.db.backends.postgresql",
     "django.contrib.gis.db.backends.postgis",
 }:
     raise ImproperlyConfigured("DATABASE_URL must point to PostgreSQL (postgres://...).")
+# Migrations may run as another (owner) role: the app's own role cannot alter the
+# schema or rewrite the audit log (`manage.py grant_app_role`).
+DATABASE_MIGRATE_URL = os.environ.get("DATABASE_MIGRATE_URL", "")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -126,6 +167,11 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+AUTHENTICATION_BACKENDS = [
+    # First: refuses a locked-out username+IP before any password is checked.
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
 ]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard"
@@ -148,6 +194,32 @@ STORAGES = {
     },
 }
 
+# --- Logins, sessions, API tokens -----------------------------------------
+# django-axes locks a username+IP out after this many failed logins, for this long
+# (the console's own page, HTTP 429); admins unlock at /audit/lockouts/.
+CONSOLE_LOGIN_FAILURE_LIMIT = env_int("CONSOLE_LOGIN_FAILURE_LIMIT", 5)
+CONSOLE_LOGIN_COOLOFF_MINUTES = env_int("CONSOLE_LOGIN_COOLOFF_MINUTES", 15)
+AXES_FAILURE_LIMIT = CONSOLE_LOGIN_FAILURE_LIMIT
+AXES_COOLOFF_TIME = timedelta(minutes=CONSOLE_LOGIN_COOLOFF_MINUTES)
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_LOCKOUT_CALLABLE = "beeos_console.accounts.views.locked_out"  # our page, HTTP 429
+AXES_HTTP_RESPONSE_CODE = 429
+AXES_RESET_ON_SUCCESS = True
+# A try while locked out neither counts nor restarts the cool-off (it is still audited).
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_VERBOSE = False
+# Successful logins are in the console's audit log; no second log in axes's tables.
+AXES_DISABLE_ACCESS_LOG = True
+
+# A session ends after this many idle minutes. Its expiry moves forward at most once
+# a minute (IdleSessionMiddleware), not with a session write on every request.
+CONSOLE_SESSION_IDLE_MINUTES = env_int("CONSOLE_SESSION_IDLE_MINUTES", 30)
+SESSION_COOKIE_AGE = CONSOLE_SESSION_IDLE_MINUTES * 60
+SESSION_SAVE_EVERY_REQUEST = False
+
+# An API token expires this many days after it is issued.
+CONSOLE_API_TOKEN_DAYS = env_int("CONSOLE_API_TOKEN_DAYS", 90)
+
 # --- Security: on by default whenever DEBUG is off -------------------------
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the page, not the cookie
@@ -162,6 +234,27 @@ if not DEBUG:
     SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
     SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", True)
     SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
+# Content-Security-Policy (django-csp): scripts from our own origin only, so no
+# inline <script> or on...= handler works; styles, images, fonts, XHR likewise.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    },
+}
+# No powerful browser feature is used by any page (core.middleware).
+PERMISSIONS_POLICY = (
+    "accelerometer=(), camera=(), geolocation=(), gyroscope=(), magnetometer=(), "
+    "microphone=(), payment=(), usb=()"
+)
 if env_bool("USE_X_FORWARDED_PROTO", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
@@ -191,6 +284,8 @@ SPECTACULAR_SETTINGS = {
     ),
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Not public: a session or an API token (the docs page needs a login too).
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,

@@ -1,11 +1,13 @@
 """URL roots: every page, the REST API, the webhook receiver and the probes."""
 
+from csp.decorators import csp_update
 from django.contrib import admin
-from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_required
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework import routers
 
+from beeos_console.accounts import views as account_views
 from beeos_console.auditlog import views as auditlog_views
 from beeos_console.auditlog.api import AuditEntryViewSet
 from beeos_console.cancels import views as cancel_views
@@ -39,6 +41,8 @@ audit_patterns = (
             projection_views.reproject_lookup,
             name="reproject-lookup",
         ),
+        path("lockouts/", account_views.lockouts_view, name="lockouts"),
+        path("lockouts/<int:pk>/unlock/", account_views.unlock_view, name="unlock"),
     ],
     "audit",
 )
@@ -64,20 +68,25 @@ api_patterns = [
     path("v1/ingest/", IngestView.as_view(), name="api-ingest"),
     path("v1/webhooks/beeos/", beeos_webhook, name="api-webhook-beeos"),
     path("v1/", include(router.urls)),
+    # The schema needs a session or a token (SPECTACULAR_SETTINGS["SERVE_PERMISSIONS"]);
+    # the docs page a login, and its script is a file (no inline script: CSP).
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path(
+        "docs/",
+        # Swagger UI sets inline styles: allowed on this page only (scripts stay 'self').
+        csp_update({"style-src": ["'unsafe-inline'"]})(
+            login_required(SpectacularSwaggerSplitView.as_view(url_name="api-schema"))
+        ),
+        name="api-docs",
+    ),
 ]
 
 urlpatterns = [
     path("", dashboard_views.dashboard, name="dashboard"),
     path("healthz", core_views.healthz, name="healthz"),
     path("readyz", core_views.readyz, name="readyz"),
-    path(
-        "login/",
-        auth_views.LoginView.as_view(template_name="registration/login.html"),
-        name="login",
-    ),
-    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("login/", account_views.LoginView.as_view(), name="login"),
+    path("logout/", account_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("api/", include(api_patterns)),
     path("", include("tasks.urls")),

@@ -4,20 +4,20 @@ from __future__ import annotations
 
 from beeos_console.mirror import registry
 
-from . import batch, services
 from .filtersets import RuntimeOperationFilterSet
 from .models import RuntimeOperation
+from .services import batch, cancel, rules, snapshots, write
 
 registry.register(
     registry.MirroredKind(
         name="operation",
         model=RuntimeOperation,
         id_field="operation_id",
-        expected_projection=services.project_operation_row,
+        expected_projection=rules.project_operation_row,
         counters={"operation": "status", "operation_raw": "raw_status"},
         list_url_name="operations:list",
         filterset_class=RuntimeOperationFilterSet,
-        cancel_target=services.OperationCancelTarget,
+        cancel_target=cancel.OperationCancelTarget,
         cancel_fields=("operation_id", "raw_status", "cancel_requested_at", "cancel_requested_by"),
         pick_key=lambda op: op.operation_id,
     )
@@ -26,8 +26,8 @@ registry.register(
 registry.register_record(
     registry.RecordKind(
         "runtime_operation",
-        services.parse_operation_snapshot,
-        services.ingest_runtime_operation,
+        snapshots.parse_operation_snapshot,
+        write.ingest_runtime_operation,
         group="operation",
         write_many=batch.write_operations,
         order=2,
@@ -36,8 +36,8 @@ registry.register_record(
 registry.register_record(
     registry.RecordKind(
         "runtime_operation_event",
-        services.parse_event,
-        services.ingest_runtime_operation_event,
+        snapshots.parse_event,
+        write.ingest_runtime_operation_event,
         group="event",
         write_many=batch.write_events,
         order=3,

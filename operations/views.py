@@ -8,62 +8,54 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from beeos_console.auditlog.models import AuditEntry
+from beeos_console.auditlog.selectors import audit_trail
 from beeos_console.auditlog.services import Actor
 from beeos_console.cancels import views as cancel_views
 from beeos_console.cancels.engine import InvalidCancel, new_idempotency_key
-from beeos_console.cancels.models import CancelRequest
+from beeos_console.cancels.selectors import last_cancel_request
 from beeos_console.core import roles
 from beeos_console.core.listing import KeysetListView
 from beeos_console.core.permissions import RoleRequiredMixin, role_required
 from operations.filtersets import OPERATION_SORTS, RuntimeOperationFilterSet
-from operations.tables import COLUMNS, operation_table
+from operations.forms import OperationFilterForm
+from operations.tables import OperationTable
 
-from . import states
+from . import selectors, states
 from .models import RuntimeOperation
-from .services import cancel_operation, project_operation_row
-
-EVENT_ROWS = 500
-TRAIL_ROWS = 50
+from .services.cancel import cancel_operation
+from .services.rules import project_operation_row
 
 
 class OperationListView(RoleRequiredMixin, KeysetListView):
     filterset_class = RuntimeOperationFilterSet
+    form_class = OperationFilterForm
+    table_class = OperationTable
     title = "Runtime operations"
     sort_fields = OPERATION_SORTS
     bulk_kind = "operation"
 
     def get_queryset(self) -> QuerySet:
-        return RuntimeOperation.objects.only(*COLUMNS)
+        return RuntimeOperation.objects.only(*OperationTable.fields)
 
-    def render_rows(self, rows: list[RuntimeOperation]) -> str:
-        selectable = roles.has_role(self.request.user, roles.OPERATOR)
-        return operation_table(rows, selectable=selectable)
+    def get_table(self, rows: list[RuntimeOperation]) -> OperationTable:
+        return OperationTable(rows, selectable=roles.has_role(self.request.user, roles.OPERATOR))
 
 
 @role_required(roles.SUPPORT)
 def operation_detail(request: HttpRequest, operation_id: str) -> HttpResponse:
     op = get_object_or_404(RuntimeOperation, operation_id=operation_id)
     projection = project_operation_row(op)
-    events = list(op.events.order_by("sequence", "event_id")[: EVENT_ROWS + 1])
+    events = selectors.events(op)
     context = {
         "op": op,
         "projection": projection,
         "drift": op.projection_drift(projection),
-        "events": events[:EVENT_ROWS],
-        "events_truncated": len(events) > EVENT_ROWS,
+        "events": events.events,
+        "events_truncated": events.truncated,
         "cancel_refusal": states.cancel_refusal(op.raw_status),
         "idempotency_key": new_idempotency_key(),
-        "last_cancel": CancelRequest.objects.filter(
-            object_kind="operation", object_id=op.operation_id
-        )
-        .order_by("-created_at")
-        .first(),
-        "trail": list(
-            AuditEntry.objects.filter(object_kind="operation", object_id=op.operation_id)[
-                :TRAIL_ROWS
-            ]
-        ),
+        "last_cancel": last_cancel_request("operation", op.operation_id),
+        "trail": audit_trail("operation", op.operation_id),
     }
     return render(request, "operations/detail.html", context)
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from beeos_console.mirror import registry
 
-from . import batch, services, states
+from . import states
 from .filtersets import TaskFilterSet
 from .models import Message, Task
+from .services import batch, cancel, snapshots, write
 
 registry.register(
     registry.MirroredKind(
@@ -17,7 +18,7 @@ registry.register(
         counters={"task": "status"},
         list_url_name="tasks:list",
         filterset_class=TaskFilterSet,
-        cancel_target=services.TaskCancelTarget,
+        cancel_target=cancel.TaskCancelTarget,
         cancel_fields=("protocol", "task_id", "raw_state"),
         # Two protocols may share an id: a pick names the protocol too.
         pick_key=lambda task: f"{task.protocol}:{task.task_id}",
@@ -36,17 +37,17 @@ registry.register(
 
 TASK_WRITES = {"group": "task", "write_many": batch.write_tasks, "order": 0}
 for name, parse, write_one in (
-    ("openapi_task", services.parse_openapi_task, services.ingest_openapi_task),
+    ("openapi_task", snapshots.parse_openapi_task, write.ingest_openapi_task),
     # A product / legacy producer's task: the product vocabulary and its failure details.
-    ("product_task", services.parse_product_task, services.ingest_product_task),
-    ("a2a_task", services.parse_a2a_task, services.ingest_a2a_task),
+    ("product_task", snapshots.parse_product_task, write.ingest_product_task),
+    ("a2a_task", snapshots.parse_a2a_task, write.ingest_a2a_task),
 ):
     registry.register_record(registry.RecordKind(name, parse, write_one, **TASK_WRITES))
 registry.register_record(
     registry.RecordKind(
         "message",
-        services.parse_message,
-        services.ingest_message,
+        snapshots.parse_message,
+        write.ingest_message,
         group="message",
         write_many=batch.write_messages,
         order=1,

@@ -10,7 +10,7 @@ from django.db.models.fields.tuple_lookups import Tuple, TupleLessThan
 from beeos_console.core.pagination import BadCursor, decode_cursor, encode_cursor
 
 from . import states
-from .models import Message, Task
+from .models import Artifact, Message, Task
 
 
 def tasks_by_id(task_id: str, *, protocol: str | None = None) -> list[Task]:
@@ -59,3 +59,8 @@ def deciding_reply(task: Task) -> Message | None:
         .only("id", "message_id", "state", "stop_reason")
         .first()
     )
+
+
+def artifacts(task: Task) -> list[Artifact]:
+    """The artifacts the task's last snapshot carried (A2A)."""
+    return list(task.artifacts.all())

@@ -1,162 +1,155 @@
-"""The task and message list tables, rendered in Python (see ``operations/rows.py``).
+"""The task and message list tables (``beeos_console.core.tables``): declared columns.
 
-``TaskRows.row`` also builds the row that replaces a list row in place after
-an inline cancel (``cancel_views.cancel_task_view``), so the list and the
+``TaskTable.row`` also builds the row that replaces a list row in place after
+an inline cancel (``tasks.views.cancel_task_view``), so the list and the
 updated row cannot drift apart. Every value is escaped.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-from collections.abc import Iterable
-from dataclasses import dataclass, field
-from html import escape
+from typing import Any
 
-from django.utils import timezone
-from django.utils.safestring import SafeString, mark_safe
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
 
-from beeos_console.mirror import cells
+from beeos_console.core.tables import CodeColumn, Column, SelectColumn, Table, truncate
+from beeos_console.mirror.columns import (
+    AgeColumn,
+    FilterLinkColumn,
+    IdColumn,
+    RawColumn,
+    StatusColumn,
+    url_for,
+)
 from tasks.models import Message, Task
 
-HEADERS = (
-    "Task",
-    "Status",
-    "Raw state",
-    "Protocol",
-    "Reason",
-    "Certainty · retry",
-    "Agent",
-    "Age",
-    "Updated",
-)
-EMPTY = "No tasks match these filters."
-# The columns the table reads (and the sorts page on): the list loads only these.
-COLUMNS = (
-    "task_id",
-    "protocol",
-    "status",
-    "reason",
-    "outcome_certainty",
-    "retry_policy",
-    "raw_state",
-    "agent_id",
-    "created_at",
-    "updated_at",
-)
 
+class TaskTable(Table):
+    """Tasks for one viewer: ``exclude=("pick",)`` without bulk checkboxes, ``operator`` cancels."""
 
-@dataclass
-class TaskRows:
-    """How rows look for one viewer: ``selectable`` (bulk checkboxes), ``operator`` (cancel)."""
-
-    selectable: bool
-    operator: bool
-    now: dt.datetime = field(default_factory=timezone.now)
-    detail_url: cells.UrlFor = field(default_factory=lambda: cells.UrlFor("tasks:detail"))
-    cancel_url: cells.UrlFor = field(default_factory=lambda: cells.UrlFor("tasks:cancel"))
-
-    def table(self, rows: Iterable[Task]) -> SafeString:
-        body = [self.row(task) for task in rows]
-        return cells.table(HEADERS, body, selectable=self.selectable, empty=EMPTY)
-
-    def row(self, task: Task, *, extra_attrs: str = "") -> SafeString:
-        """One ``<tr>``; ``extra_attrs`` is trusted markup (e.g. an htmx out-of-band swap)."""
-        return mark_safe(f'<tr id="task-row-{task.pk}"{extra_attrs}>{self.cells(task)}</tr>')
-
-    def cells(self, task: Task) -> str:
-        task_id, protocol = task.task_id, escape(task.protocol)
-        cancellable = task.is_cancellable
-        cols = []
-        if self.selectable:
-            pick = ""
-            if cancellable:
-                pick = (
-                    f'<input type="checkbox" name="pick" value="{protocol}:{escape(task_id)}"'
-                    f' form="bulk-form" aria-label="Select {escape(task_id)}">'
-                )
-            cols.append(f"<td>{pick}</td>")
-        detail = escape(self.detail_url(task_id))
-        cols.append(
-            f'<td><a href="{detail}?protocol={protocol}">'
-            f"<code>{escape(cells.truncate(task_id, 30))}</code></a></td>"
-        )
-        cols.append(f"<td>{cells.badge(task.status)}</td>")
-        cols.append(f"<td>{cells.raw(task.raw_state)}</td>")
-        cols.append(f"<td>{escape(str(task.get_protocol_display()))}</td>")
-        cols.append(f"<td>{escape(task.reason or '—')}</td>")
-        cols.append(
-            f'<td class="small">{escape(task.outcome_certainty)} · {escape(task.retry_policy)}</td>'
-        )
-        agent = cells.filter_link("agent_id", task.agent_id, title="Only this agent", length=20)
-        cols.append(f"<td>{agent}</td>")
-        cols.append(f"<td>{cells.age(task.created_at, self.now)}</td>")
-        cancel = ""
-        if cancellable and self.operator:
-            cancel_url = escape(self.cancel_url(task_id))
-            cancel = (
-                f' <a class="small" href="{detail}?protocol={protocol}#cancel"'
-                f' hx-get="{cancel_url}?protocol={protocol}&amp;row=1" hx-target="closest tr"'
-                ' hx-swap="afterend" title="Cancel this task">Cancel…</a>'
-            )
-        cols.append(f"<td>{cells.age(task.updated_at, self.now)}{cancel}</td>")
-        return "".join(cols)
-
-
-MESSAGE_HEADERS = (
-    "Message",
-    "Type",
-    "State",
-    "Stop reason",
-    "Status",
-    "Sender",
-    "Task",
-    "Body",
-    "Created",
-)
-NO_MESSAGES = "No messages match these filters."
-MESSAGE_COLUMNS = (
-    "message_id",
-    "type",
-    "state",
-    "stop_reason",
-    "status",
-    "sender",
-    "conversation_id",
-    "body",
-    "created_at",
-    "task__task_id",
-    "task__protocol",
-)
-
-
-def message_table(rows: Iterable[Message]) -> SafeString:
-    """The message list: raw envelope state and stop reason beside the status."""
-    detail_url = cells.UrlFor("tasks:detail")
-    now = timezone.now()
-    body = [message_row(m, detail_url, now) for m in rows]
-    return cells.table(MESSAGE_HEADERS, body, selectable=False, empty=NO_MESSAGES)
-
-
-def message_row(m: Message, detail_url: cells.UrlFor, now: dt.datetime) -> str:
-    task = m.task
-    if task is not None:
-        href = f"{detail_url(task.task_id)}?protocol={task.protocol}#m-{m.pk}"
-        task_cell = (
-            f'<a href="{escape(href)}"><code>{escape(cells.truncate(task.task_id, 24))}</code></a>'
-        )
-    else:
-        task_cell = (
-            f'<span class="muted" title="conversation {escape(m.conversation_id)}">'
-            "not mirrored</span>"
-        )
-    return (
-        f"<tr><td><code>{escape(cells.truncate(m.message_id, 24))}</code></td>"
-        f"<td><code>{escape(m.type)}</code></td>"
-        f"<td>{cells.raw(m.state)}</td>"
-        f"<td>{cells.raw(m.stop_reason)}</td>"
-        f"<td>{cells.badge(m.status)}</td>"
-        f"<td><code>{escape(cells.truncate(m.sender, 20))}</code></td>"
-        f"<td>{task_cell}</td>"
-        f'<td class="body-cell">{escape(cells.truncate(m.body, 80))}</td>'
-        f"<td>{cells.age(m.created_at, now)}</td></tr>"
+    pick = SelectColumn(value="pick_value", enabled="can_pick", label="pick_label")
+    task_id = IdColumn("Task", url="tasks:detail", length=30, query="protocol_query")
+    status = StatusColumn("Status")
+    raw_state = RawColumn("Raw state")
+    protocol = Column("Protocol", render="render_protocol", cache=True)
+    reason = Column("Reason", cache=True)
+    certainty = Column(
+        "Certainty · retry",
+        accessor=("outcome_certainty", "retry_policy"),
+        css_class="small",
+        render="render_certainty",
+        cache=True,
     )
+    agent_id = FilterLinkColumn("Agent", param="agent_id", title="Only this agent", length=20)
+    created_at = AgeColumn("Age", sort_key="created")
+    updated_at = Column("Updated", sort_key="updated", render="render_updated")
+
+    empty_text = "No tasks match these filters."
+    # The columns the table reads (and the sorts page on): the list loads only these.
+    fields = (
+        "task_id",
+        "protocol",
+        "status",
+        "reason",
+        "outcome_certainty",
+        "retry_policy",
+        "raw_state",
+        "agent_id",
+        "created_at",
+        "updated_at",
+    )
+
+    def __init__(self, rows: Any = (), *, operator: bool, selectable: bool | None = None) -> None:
+        self.operator = operator
+        selectable = operator if selectable is None else selectable
+        super().__init__(rows, exclude=() if selectable else ("pick",))
+
+    def row_attrs(self, task: Task) -> dict[str, Any]:
+        return {"id": f"task-row-{task.pk}"}
+
+    def protocol_query(self, task: Task) -> str:
+        return f"?protocol={task.protocol}"
+
+    def can_pick(self, task: Task) -> bool:
+        return task.is_cancellable
+
+    def pick_value(self, task: Task) -> str:
+        return f"{task.protocol}:{task.task_id}"
+
+    def pick_label(self, task: Task) -> str:
+        return f"Select {task.task_id}"
+
+    def render_protocol(self, value: str, task: Task) -> SafeString:
+        return format_html("{}", task.get_protocol_display())
+
+    def render_certainty(self, value: tuple[str, str], task: Task) -> SafeString:
+        return format_html("{} · {}", *value)
+
+    def render_updated(self, value: Any, task: Task) -> SafeString:
+        updated = self.base_columns["created_at"].render(value, task, self)
+        if not (self.operator and task.is_cancellable):
+            return updated
+        detail = url_for(self, "tasks:detail")(task.task_id)
+        cancel = url_for(self, "tasks:cancel")(task.task_id)
+        return format_html(
+            '{} <a class="small" href="{}?protocol={}#cancel" hx-get="{}?protocol={}&amp;row=1"'
+            ' hx-target="closest tr" hx-swap="afterend" title="Cancel this task">Cancel…</a>',
+            updated,
+            detail,
+            task.protocol,
+            cancel,
+            task.protocol,
+        )
+
+
+class MessageTable(Table):
+    """Messages: the raw envelope state and stop reason beside the status."""
+
+    message_id = CodeColumn("Message", length=24)
+    type = CodeColumn("Type", cache=True)
+    state = RawColumn("State")
+    stop_reason = RawColumn("Stop reason")
+    status = StatusColumn("Status")
+    sender = CodeColumn("Sender", length=20)
+    task = Column("Task", accessor="", render="render_task")
+    body = Column("Body", css_class="body-cell", render="render_body")
+    created_at = AgeColumn("Created", sort_key="created")
+
+    empty_text = "No messages match these filters."
+    fields = (
+        "message_id",
+        "type",
+        "state",
+        "stop_reason",
+        "status",
+        "sender",
+        "conversation_id",
+        "body",
+        "created_at",
+        "task__task_id",
+        "task__protocol",
+    )
+
+    def render_task(self, value: Any, m: Message) -> SafeString:
+        task = m.task
+        if task is None:
+            return format_html(
+                '<span class="muted" title="conversation {}">not mirrored</span>',
+                m.conversation_id,
+            )
+        detail = url_for(self, "tasks:detail")(task.task_id)
+        return format_html(
+            '<a href="{}?protocol={}#m-{}"><code>{}</code></a>',
+            detail,
+            task.protocol,
+            m.pk,
+            truncate(task.task_id, 24),
+        )
+
+    def render_body(self, value: str, m: Message) -> SafeString:
+        return format_html("{}", truncate(value, 80))
+
+
+# The names the list views read (and the sorts they page on).
+COLUMNS = TaskTable.fields
+MESSAGE_COLUMNS = MessageTable.fields

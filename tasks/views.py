@@ -8,49 +8,48 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from beeos_console.auditlog.models import AuditEntry
+from beeos_console.auditlog.selectors import audit_trail
 from beeos_console.auditlog.services import Actor
 from beeos_console.cancels import views as cancel_views
 from beeos_console.cancels.engine import InvalidCancel, new_idempotency_key
-from beeos_console.cancels.models import CancelRequest
+from beeos_console.cancels.selectors import last_cancel_request
 from beeos_console.core import roles
 from beeos_console.core.listing import KeysetListView
 from beeos_console.core.permissions import RoleRequiredMixin, role_required
 from tasks.filtersets import TASK_SORTS, MessageFilterSet, TaskFilterSet
-from tasks.tables import COLUMNS, MESSAGE_COLUMNS, TaskRows, message_table
+from tasks.forms import MessageFilterForm, TaskFilterForm
+from tasks.tables import MessageTable, TaskTable
 
-from . import selectors, services
+from . import selectors
 from .models import Message, Task
-from .services import cancel_task
+from .services.cancel import cancel_refusal, cancel_task
 
 TIMELINE_PAGE = 100
-TRAIL_ROWS = 50
 
 
 class TaskListView(RoleRequiredMixin, KeysetListView):
     filterset_class = TaskFilterSet
+    form_class = TaskFilterForm
+    table_class = TaskTable
     title = "Tasks"
     sort_fields = TASK_SORTS
     bulk_kind = "task"
 
     def get_queryset(self) -> QuerySet:
-        return Task.objects.only(*COLUMNS)
+        return Task.objects.only(*TaskTable.fields)
 
-    def render_rows(self, rows: list[Task]) -> str:
-        operator = roles.has_role(self.request.user, roles.OPERATOR)
-        return TaskRows(selectable=operator, operator=operator).table(rows)
+    def get_table(self, rows: list[Task]) -> TaskTable:
+        return TaskTable(rows, operator=roles.has_role(self.request.user, roles.OPERATOR))
 
 
 class MessageListView(RoleRequiredMixin, KeysetListView):
     filterset_class = MessageFilterSet
+    form_class = MessageFilterForm
+    table_class = MessageTable
     title = "Messages"
-    open_filters = ("state",)
 
     def get_queryset(self) -> QuerySet:
-        return Message.objects.select_related("task").only(*MESSAGE_COLUMNS)
-
-    def render_rows(self, rows: list[Message]) -> str:
-        return message_table(rows)
+        return Message.objects.select_related("task").only(*MessageTable.fields)
 
 
 @role_required(roles.SUPPORT)
@@ -69,17 +68,11 @@ def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
         "drift": task.projection_drift(projection),
         "timeline": timeline,
         "deciding_reply": selectors.deciding_reply(task),
-        "artifacts": list(task.artifacts.all()),
-        "cancel_refusal": services.cancel_refusal(task),
+        "artifacts": selectors.artifacts(task),
+        "cancel_refusal": cancel_refusal(task),
         "idempotency_key": new_idempotency_key(),
-        "last_cancel": CancelRequest.objects.filter(
-            object_kind="task", protocol=task.protocol, object_id=task.task_id
-        )
-        .order_by("-created_at")
-        .first(),
-        "trail": list(
-            AuditEntry.objects.filter(object_kind="task", object_id=task.task_id)[:TRAIL_ROWS]
-        ),
+        "last_cancel": last_cancel_request("task", task.task_id, protocol=task.protocol),
+        "trail": audit_trail("task", task.task_id),
     }
     if getattr(request, "htmx", None) and request.htmx.target == "timeline":
         return render(request, "tasks/_timeline.html", context)
@@ -114,8 +107,8 @@ def cancel_task_view(request: HttpRequest, task_id: str) -> HttpResponse:
             "outcome": outcome,
             "style": outcome.kind.style,
             # The list row, redrawn with the task's new state (only operators get here).
-            "updated_row": TaskRows(selectable=True, operator=True).row(
-                outcome.obj, extra_attrs=' hx-swap-oob="outerHTML"'
+            "updated_row": TaskTable(operator=True).row(
+                outcome.obj, attrs={"hx-swap-oob": "outerHTML"}
             )
             if outcome.obj
             else "",

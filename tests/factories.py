@@ -7,8 +7,8 @@ import itertools
 from typing import Any
 
 from beeos_console.auditlog.services import Actor
-from operations.services import ingest_runtime_operation, ingest_runtime_operation_event
-from tasks.services import ingest_a2a_task, ingest_message, ingest_openapi_task
+from operations.services.write import ingest_runtime_operation, ingest_runtime_operation_event
+from tasks.services.write import ingest_a2a_task, ingest_message, ingest_openapi_task
 
 FEEDER = Actor.feeder("test-feeder")
 BASE = dt.datetime(2026, 11, 30, 8, 0, tzinfo=dt.UTC)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.db import DatabaseError, connection, transaction
 
-from beeos_console.auditlog import services as audit
+from beeos_console.auditlog import services as auditlog
 from beeos_console.auditlog.models import AppendOnlyError, AuditEntry
 from beeos_console.auditlog.services import Actor
 
@@ -14,7 +14,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def entry() -> AuditEntry:
-    return audit.record(
+    return auditlog.record(
         Actor("olga-operator"),
         "task.cancel",
         "task",

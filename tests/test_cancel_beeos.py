@@ -21,15 +21,18 @@ from rest_framework.test import APIClient
 
 from beeos_console.auditlog.models import AuditEntry
 from beeos_console.auditlog.services import Actor
+from beeos_console.cancels import gateways
 from beeos_console.cancels.gateways import LocalGateway
 from beeos_console.cancels.models import CancelRequest
 from beeos_console.core import tokens
-from beeos_console.upstream import clients as upstream
-from beeos_console.upstream.gateway import BeeOSGateway
+from beeos_console.upstream import clients
+from beeos_console.upstream.gateway import A2A_CANCEL_ERRORS, BeeOSGateway
 from operations.models import RuntimeOperation
-from operations.services import cancel_operation, ingest_runtime_operation
+from operations.services.cancel import cancel_operation
+from operations.services.write import ingest_runtime_operation
 from tasks.models import Task
-from tasks.services import cancel_task, ingest_a2a_task, ingest_openapi_task
+from tasks.services.cancel import cancel_task
+from tasks.services.write import ingest_a2a_task, ingest_openapi_task
 from tests.standin import BeeOSStandIn
 from tests.standin.contract import iso, wire
 
@@ -54,7 +57,7 @@ A2A_CANCEL = "/v1/a2a/*/tasks/*/cancel"
 @pytest.fixture(autouse=True)
 def timeouts(monkeypatch):
     """Short, but longer than any answer the stand-in holds back unless a test says so."""
-    monkeypatch.setattr(upstream, "TIMEOUT", (1.0, 3.0))
+    monkeypatch.setattr(clients, "TIMEOUT", (1.0, 3.0))
 
 
 @pytest.fixture
@@ -66,7 +69,7 @@ def standin():
 
 def make_gateway(standin: BeeOSStandIn, *, cloud_timeout: float = 3.0) -> BeeOSGateway:
     return BeeOSGateway(
-        client=upstream.platform_client(host=standin.url, api_key=KEY),
+        client=clients.platform_client(host=standin.url, api_key=KEY),
         cloud=beeos_cloud_sdk.BeeOSClient(standin.cloud_url, CLOUD_KEY, timeout=cloud_timeout),
     )
 
@@ -408,17 +411,14 @@ def test_an_a2a_code_without_a_rule_is_uncertain_never_safe(standin, gw):
 
 def test_the_a2a_table_covers_the_design_rules():
     """DESIGN.md, Cancel rules: one row per code, in one table."""
-    from beeos_console.cancels import gateways as g
-    from beeos_console.upstream.gateway import A2A_CANCEL_ERRORS
-
     assert {code: rule.outcome for code, rule in A2A_CANCEL_ERRORS.items()} == {
-        -32001: g.NOT_FOUND,
-        -32002: g.NOT_CANCELLABLE,
-        -32008: g.NOT_SENT,
-        -32009: g.FAILED,
-        -32010: g.UNCERTAIN,
-        -32011: g.UNCERTAIN,
-        -32012: g.NOT_SENT,
+        -32001: gateways.NOT_FOUND,
+        -32002: gateways.NOT_CANCELLABLE,
+        -32008: gateways.NOT_SENT,
+        -32009: gateways.FAILED,
+        -32010: gateways.UNCERTAIN,
+        -32011: gateways.UNCERTAIN,
+        -32012: gateways.NOT_SENT,
     }
 
 
@@ -558,7 +558,7 @@ def test_rate_limited_cancel_fails_with_the_wait_and_is_not_retried(standin, gw,
 
 
 def test_read_timeout_after_dispatch_is_uncertain_not_resent_and_reread(standin, gw, monkeypatch):
-    monkeypatch.setattr(upstream, "TIMEOUT", (1.0, 0.5))
+    monkeypatch.setattr(clients, "TIMEOUT", (1.0, 0.5))
     task = task_pair(standin, upstream_status="running", mirror_status="running")
     standin.delay(TASK_CANCEL, 1.0, method="POST")
 
@@ -578,7 +578,7 @@ def test_read_timeout_after_dispatch_is_uncertain_not_resent_and_reread(standin,
 
 
 def test_operation_read_timeout_after_dispatch_is_uncertain(standin, gw, monkeypatch):
-    monkeypatch.setattr(upstream, "TIMEOUT", (1.0, 0.5))
+    monkeypatch.setattr(clients, "TIMEOUT", (1.0, 0.5))
     op = operation_pair(standin)
     standin.delay(OP_CANCEL, 1.0, method="POST")
 

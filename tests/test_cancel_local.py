@@ -9,8 +9,8 @@ from beeos_console.auditlog.services import Actor
 from beeos_console.cancels.engine import InvalidCancel
 from beeos_console.cancels.gateways import LocalGateway
 from beeos_console.cancels.models import CancelRequest
-from operations.services import cancel_operation
-from tasks.services import cancel_task
+from operations.services.cancel import cancel_operation
+from tasks.services.cancel import cancel_task
 
 from .factories import make_a2a_task, make_operation, make_task
 

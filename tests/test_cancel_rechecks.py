@@ -16,7 +16,7 @@ from django.db import connection, transaction
 from django_tasks_db.models import DBTaskResult
 
 from beeos_console.auditlog.models import AuditEntry
-from beeos_console.cancels import gateways as gateway
+from beeos_console.cancels import gateways
 from beeos_console.cancels.engine import (
     GAVE_UP,
     NOT_DUE,
@@ -28,6 +28,7 @@ from beeos_console.cancels.engine import (
 from beeos_console.cancels.gateways import LocalGateway
 from beeos_console.cancels.models import CancelRequest
 from beeos_console.mirror.models import StatusCount
+from beeos_console.upstream import clients
 from tasks.models import Task
 from tests.standin import BeeOSStandIn
 
@@ -54,9 +55,7 @@ RESOLVER_TASK = "beeos_console.cancels.engine.recheck_uncertain_cancel"
 
 @pytest.fixture(autouse=True)
 def timeouts(monkeypatch):
-    from beeos_console.upstream import clients as upstream
-
-    monkeypatch.setattr(upstream, "TIMEOUT", (1.0, 3.0))
+    monkeypatch.setattr(clients, "TIMEOUT", (1.0, 3.0))
 
 
 @pytest.fixture
@@ -355,7 +354,7 @@ def _hold_lock(sql: str, params: list, ready: threading.Event, release: threadin
 
 @pytest.mark.django_db(transaction=True)
 def test_a_lock_timeout_before_the_call_is_not_sent(standin, monkeypatch):
-    monkeypatch.setattr(gateway, "LOCK_TIMEOUT", "200ms")
+    monkeypatch.setattr(gateways, "LOCK_TIMEOUT", "200ms")
     task = task_pair(standin, upstream_status="running", mirror_status="running")
     ready, release = threading.Event(), threading.Event()
     table = Task._meta.db_table
@@ -385,7 +384,7 @@ def test_a_lock_timeout_before_the_call_is_not_sent(standin, monkeypatch):
 
 @pytest.mark.django_db(transaction=True)
 def test_a_database_error_inside_the_local_cancel_is_not_sent_not_uncertain(monkeypatch):
-    monkeypatch.setattr(gateway, "LOCK_TIMEOUT", "200ms")
+    monkeypatch.setattr(gateways, "LOCK_TIMEOUT", "200ms")
     task = make_task("running")
     ready, release = threading.Event(), threading.Event()
     # The local cancel moves the status counters; another writer holds their table.

@@ -30,7 +30,7 @@ from operations import states as op_states
 from operations.models import RuntimeOperation, RuntimeOperationEvent
 from tasks import states as task_states
 from tasks.models import Artifact, Message, Task
-from tasks.services import ingest_openapi_task
+from tasks.services.write import ingest_openapi_task
 
 FEEDER = Actor.feeder("batch-feeder")
 T0 = dt.datetime(2026, 11, 30, 8, 0, tzinfo=dt.UTC)

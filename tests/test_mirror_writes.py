@@ -11,9 +11,9 @@ from beeos_console.auditlog.models import AuditEntry
 from beeos_console.mirror.edge import IngestError, Outcome
 from beeos_console.mirror.states import PROJECTION_VERSION
 from operations.models import RuntimeOperation, RuntimeOperationEvent
-from operations.services import ingest_runtime_operation, ingest_runtime_operation_event
+from operations.services.write import ingest_runtime_operation, ingest_runtime_operation_event
 from tasks.models import Artifact, Message, Task
-from tasks.services import (
+from tasks.services.write import (
     ingest_a2a_task,
     ingest_message,
     ingest_openapi_task,

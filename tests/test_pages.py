@@ -6,7 +6,7 @@ import pytest
 from django.urls import reverse
 
 from beeos_console.auditlog.services import Actor
-from tasks.services import ingest_openapi_task
+from tasks.services.write import ingest_openapi_task
 
 pytestmark = pytest.mark.django_db
 

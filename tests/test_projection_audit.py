@@ -23,7 +23,8 @@ from beeos_console.projection import reprojection
 from beeos_console.projection.models import ProjectionJob
 from operations.models import RuntimeOperation
 from tasks.models import Message, Task
-from tasks.services import cancel_task, ingest_openapi_task, ingest_product_task
+from tasks.services.cancel import cancel_task
+from tasks.services.write import ingest_openapi_task, ingest_product_task
 
 from .factories import FEEDER, iso, make_message, make_operation, make_task, openapi_task
 

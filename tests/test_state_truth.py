@@ -415,7 +415,7 @@ def test_a_canceled_envelope_never_changes():
 def test_a_future_stamped_snapshot_does_not_freeze_the_task():
     import datetime as dt
 
-    from tasks.services import ingest_openapi_task
+    from tasks.services.write import ingest_openapi_task
 
     from .factories import FEEDER, openapi_task
 

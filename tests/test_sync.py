@@ -25,8 +25,7 @@ from django.core.management import CommandError, call_command
 
 from beeos_console.auditlog.models import AuditEntry
 from beeos_console.core import tokens
-from beeos_console.upstream import clients as upstream
-from beeos_console.upstream import sync
+from beeos_console.upstream import clients, sync
 from beeos_console.upstream.management.commands import sync_beeos as command_module
 from beeos_console.upstream.models import SyncCursor
 from beeos_console.upstream.sync import Syncer, message_envelope, parse_sse
@@ -299,7 +298,7 @@ def test_an_interrupted_pass_resumes_from_the_stored_cursor_and_rereads_what_it_
         if line.startswith("tasks page 1:"):
             standin.fail(LIST, 500)
 
-    api_client = upstream.platform_client()
+    api_client = clients.platform_client()
     report = Syncer(api_client, progress=fail_next_list_page).run()
     assert report.counts["errors"] == 1
     assert report.errors == ["listUserTasks page 2: 500"]

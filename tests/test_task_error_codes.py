@@ -22,7 +22,7 @@ from beeos_console.core import tokens
 from beeos_console.ingest.services import ingest_record, ingest_records
 from beeos_console.mirror.edge import IngestError
 from tasks.models import Task
-from tasks.services import parse_a2a_task, parse_openapi_task
+from tasks.services.snapshots import parse_a2a_task, parse_openapi_task
 
 from .factories import BASE, iso, openapi_task
 

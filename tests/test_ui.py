@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from beeos_console.auditlog.services import Actor
-from tasks.services import ingest_openapi_task
+from tasks.services.write import ingest_openapi_task
 
 from .factories import (
     make_a2a_task,

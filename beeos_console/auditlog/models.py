@@ -44,6 +44,12 @@ class AuditEntry(models.Model):
     after = models.JSONField(default=dict, blank=True)
     reason = models.TextField(blank=True)
     detail = models.JSONField(default=dict, blank=True)
+    # The hash chain, filled in by the database on INSERT (trigger ``console_audit_chain``):
+    # ``seq`` counts entries without gaps, ``digest`` covers this entry's content and
+    # the previous entry's digest. ``manage.py verify_audit_log`` walks it.
+    seq = models.BigIntegerField(null=True, blank=True, unique=True, editable=False)
+    prev_digest = models.CharField(max_length=64, blank=True, editable=False)
+    digest = models.CharField(max_length=64, blank=True, editable=False)
 
     objects = AuditEntryQuerySet.as_manager()
 

@@ -11,7 +11,9 @@ from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.urls import reverse
 
 from beeos_console.auditlog.filtersets import AuditEntryFilterSet
+from beeos_console.auditlog.forms import AuditEntryFilterForm
 from beeos_console.auditlog.models import AuditEntry
+from beeos_console.auditlog.tables import AuditEntryTable
 from beeos_console.core import roles
 from beeos_console.core.listing import KeysetListView
 from beeos_console.core.permissions import RoleRequiredMixin, role_required
@@ -20,11 +22,11 @@ from beeos_console.core.permissions import RoleRequiredMixin, role_required
 class AuditLogView(RoleRequiredMixin, KeysetListView):
     required_role = roles.ADMIN
     filterset_class = AuditEntryFilterSet
-    rows_template = "audit/_rows.html"
+    form_class = AuditEntryFilterForm
+    table_class = AuditEntryTable
     title = "Audit log"
     sort_fields = {"at": "at"}
     default_sort = "at"
-    open_filters = ()
 
     def get_queryset(self) -> QuerySet:
         return AuditEntry.objects.all()

@@ -11,7 +11,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from beeos_console.auditlog.services import Actor
-from beeos_console.cancels.engine import RESULTS, CancelOutcome, InvalidCancel
+from beeos_console.cancels.engine import (
+    RESULTS,
+    CancelOutcome,
+    IdempotencyConflict,
+    InvalidCancel,
+)
 
 HTTP_STATUS = {result: kind.http_status for result, kind in RESULTS.items()}
 
@@ -61,6 +66,11 @@ def run(request: Request, cancel: Callable[..., CancelOutcome], serializer: Any)
             actor=Actor.of_user(request.user),
             reason=data.get("reason"),
             idempotency_key=request.headers.get("Idempotency-Key"),
+        )
+    except IdempotencyConflict as exc:
+        return Response(
+            {"detail": str(exc), "code": "idempotency_key_reused"},
+            status=status.HTTP_422_UNPROCESSABLE_ENTITY,
         )
     except InvalidCancel as exc:
         return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)

@@ -17,7 +17,7 @@ from django.db.models import F, QuerySet
 from django.utils import timezone
 from django_tasks import task as background_task
 
-from beeos_console.auditlog import services as audit
+from beeos_console.auditlog import services as auditlog
 from beeos_console.auditlog.services import Actor
 from beeos_console.cancels.engine import request_cancel
 from beeos_console.cancels.models import BulkCancel
@@ -98,7 +98,7 @@ def start(selection: BulkPreview, *, actor: Actor, reason: str, query: str) -> B
             items=[list(item) for item in selection.items],
             counts={"skipped": dict(selection.skipped)},
         )
-        audit.record(
+        auditlog.record(
             actor,
             f"{selection.kind}.bulk_cancel",
             "batch",

@@ -13,19 +13,22 @@ Every attempt, whatever its end, writes exactly one audit entry.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import logging
 import uuid
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import DatabaseError, IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.utils import timezone
 from django_tasks import task as background_task
 
-from beeos_console.auditlog import services as audit
+from beeos_console.auditlog import services as auditlog
 from beeos_console.auditlog.services import Actor
-from beeos_console.cancels import gateways as gateway
+from beeos_console.cancels import gateways
 from beeos_console.cancels.gateways import Gateway, GatewayAnswer
 from beeos_console.cancels.models import CancelRequest
 from beeos_console.mirror import registry
@@ -86,6 +89,10 @@ class Refusal(str):
 
 class InvalidCancel(ValueError):
     """Bad input (no reason, bad key): nothing was recorded."""
+
+
+class IdempotencyConflict(InvalidCancel):
+    """The Idempotency-Key already names another request (user, object or body)."""
 
 
 @dataclass
@@ -202,12 +209,61 @@ def request_cancel(
 ) -> CancelOutcome:
     reason = clean_reason(reason)
     key = clean_key(idempotency_key)
-    gw = gw or gateway.active_gateway()
+    gw = gw or gateways.active_gateway()
+    # The same key sent concurrently: the later callers wait here for the first
+    # request's answer, then replay it (one call, one audit entry).
+    with _key_lock(key):
+        previous = CancelRequest.objects.filter(idempotency_key=key).first()
+        if previous is not None:
+            _check_binding(previous, target, actor, reason)
+            return _replay(target, previous)
+        return _send(target, key, actor=actor, reason=reason, gw=gw, bulk=bulk)
 
-    previous = CancelRequest.objects.filter(idempotency_key=key).first()
-    if previous is not None:
-        return _replay(target, previous)
 
+@contextmanager
+def _key_lock(key: str) -> Iterator[None]:
+    """A session-level advisory lock on one idempotency key (held across the call:
+    it is no row lock, so nothing else waits on it but the same key)."""
+    lock_id = int.from_bytes(
+        hashlib.sha256(f"cancel:{key}".encode()).digest()[:8], "big", signed=True
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_lock(%s)", [lock_id])
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_unlock(%s)", [lock_id])
+
+
+def _check_binding(
+    previous: CancelRequest, target: CancelTarget, actor: Actor, reason: str
+) -> None:
+    """An Idempotency-Key belongs to one user, one object, one action and one body."""
+    differs = [
+        what
+        for what, same in (
+            ("another user", previous.requested_by == actor.name),
+            (
+                "another object",
+                (previous.object_kind, previous.protocol, previous.object_id)
+                == (target.kind, target.protocol, target.object_id),
+            ),
+            ("another reason (request body)", previous.reason == reason),
+        )
+        if not same
+    ]
+    if differs:
+        raise IdempotencyConflict(
+            f"This Idempotency-Key was already used by {', '.join(differs)}: nothing was "
+            "changed. Send a new key for a new request."
+        )
+
+
+def _send(
+    target: CancelTarget, key: str, *, actor: Actor, reason: str, gw: Gateway, bulk: Any
+) -> CancelOutcome:
+    """Steps 2 to 4 for a key seen for the first time."""
     # --- step 2: decide under the row lock ------------------------------------
     try:
         decided = _decide(target, key, actor, reason, gw, bulk)
@@ -224,14 +280,14 @@ def request_cancel(
     except DatabaseError as exc:
         # Gateways touch our database only before dispatch (the local one *is* the
         # database and rolls back): nothing went out.
-        answer = gateway.database_failure(exc)
+        answer = gateways.database_failure(exc)
     except Exception as exc:  # noqa: BLE001 - never leave the request open and unaudited
-        answer = gateway.transport_failure(exc)
+        answer = gateways.transport_failure(exc)
     if answer.outcome in (
-        gateway.ACCEPTED,
-        gateway.ALREADY_CLOSED,
-        gateway.NOT_CANCELLABLE,
-        gateway.UNCERTAIN,
+        gateways.ACCEPTED,
+        gateways.ALREADY_CLOSED,
+        gateways.NOT_CANCELLABLE,
+        gateways.UNCERTAIN,
     ):
         # "The API is truth": read back what the object is now.
         try:
@@ -294,7 +350,7 @@ def _decide(
 ) -> CancelOutcome | tuple[Any, CancelRequest, dict[str, Any]]:
     """Step 2: an outcome when no call is to be made, else (object, open request, before)."""
     with transaction.atomic():
-        gateway.bounded_lock_wait()
+        gateways.bounded_lock_wait()
         obj = target.load()
         if obj is None:
             raise LookupError(f"No {target.kind} {target.object_id!r} is mirrored.")
@@ -333,7 +389,7 @@ def _not_sent_by_database(
     exc: DatabaseError,
 ) -> CancelOutcome:
     """Step 2 failed in our database: nothing was sent. Record it if the database lets us."""
-    answer = gateway.database_failure(exc)
+    answer = gateways.database_failure(exc)
     request = None
     try:
         with transaction.atomic():
@@ -361,7 +417,7 @@ def _not_sent_by_database(
 
 
 def _result_of(target: CancelTarget, obj: Any, answer: GatewayAnswer) -> tuple[str, str]:
-    if answer.outcome == gateway.ACCEPTED:
+    if answer.outcome == gateways.ACCEPTED:
         if target.is_cancelled(obj):
             return CANCELLED, answer.message
         if target.refusal(obj) is not None:
@@ -373,13 +429,13 @@ def _result_of(target: CancelTarget, obj: Any, answer: GatewayAnswer) -> tuple[s
                 "the cancel took hold."
             )
         return CANCEL_REQUESTED, answer.message
-    if answer.outcome == gateway.ALREADY_CLOSED:
+    if answer.outcome == gateways.ALREADY_CLOSED:
         return REFUSED, answer.message
-    if answer.outcome in (gateway.NOT_CANCELLABLE, gateway.NOT_FOUND, gateway.RATE_LIMITED):
-        return REFUSED if answer.outcome == gateway.NOT_CANCELLABLE else FAILED, answer.message
-    if answer.outcome == gateway.NOT_SENT:
+    if answer.outcome in (gateways.NOT_CANCELLABLE, gateways.NOT_FOUND, gateways.RATE_LIMITED):
+        return REFUSED if answer.outcome == gateways.NOT_CANCELLABLE else FAILED, answer.message
+    if answer.outcome == gateways.NOT_SENT:
         return NOT_SENT, answer.message
-    if answer.outcome == gateway.UNCERTAIN:
+    if answer.outcome == gateways.UNCERTAIN:
         return UNCERTAIN, answer.message
     return FAILED, answer.message
 
@@ -467,7 +523,7 @@ def _audit_attempt(
     bulk: Any,
 ) -> None:
     """The one audit entry every cancel attempt writes."""
-    audit.record(
+    auditlog.record(
         actor,
         f"{target.kind}.cancel",
         target.kind,
@@ -618,7 +674,7 @@ def recheck(
         kind, object_id = (request.object_kind, request.object_id) if request else ("", "")
         return Recheck(request_id, kind, object_id, NOT_DUE)
     target = target_for(request)
-    gw = gw or gateway.active_gateway()
+    gw = gw or gateways.active_gateway()
     obj = target.load(lock=False)
     before = target.summary(obj) if obj is not None else {}
     reread_error = ""
@@ -691,7 +747,7 @@ def _record_recheck(
     if outcome == STILL_OPEN:
         _enqueue_recheck(request)
     else:
-        audit.record(
+        auditlog.record(
             RESOLVER,
             f"{request.object_kind}.cancel_" + ("gave_up" if outcome == GAVE_UP else "resolved"),
             request.object_kind,

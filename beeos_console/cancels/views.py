@@ -17,7 +17,8 @@ from django.views.decorators.http import require_http_methods
 from beeos_console.auditlog.services import Actor
 from beeos_console.cancels import bulk
 from beeos_console.cancels.engine import new_idempotency_key
-from beeos_console.cancels.models import BulkCancel, CancelRequest
+from beeos_console.cancels.models import BulkCancel
+from beeos_console.cancels.selectors import bulk_items
 from beeos_console.core import roles
 from beeos_console.core.permissions import role_required
 from beeos_console.mirror import registry
@@ -119,12 +120,11 @@ def bulk_cancel_view(request: HttpRequest, kind: str) -> HttpResponse:
 @role_required(roles.OPERATOR)
 def bulk_detail_view(request: HttpRequest, pk: int) -> HttpResponse:
     batch = get_object_or_404(BulkCancel, pk=pk)
-    items = list(
-        CancelRequest.objects.filter(bulk=batch)
-        .order_by("id")
-        .only("object_id", "protocol", "result", "message", "state", "finished_at")[:1000]
-    )
-    context = {"batch": batch, "items": items, "running": batch.state in ("queued", "running")}
+    context = {
+        "batch": batch,
+        "items": bulk_items(batch),
+        "running": batch.state in ("queued", "running"),
+    }
     if getattr(request, "htmx", None) and request.htmx.target == "bulk-progress":
         return render(request, "console/_bulk_progress.html", context)
     return render(request, "console/bulk_detail.html", context)

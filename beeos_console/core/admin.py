@@ -33,7 +33,15 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 class ApiTokenAdmin(ReadOnlyAdmin):
     """Tokens are issued by `manage.py create_api_token`; the admin can only revoke."""
 
-    list_display = ("prefix", "user", "name", "created_at", "revoked_at")
+    list_display = (
+        "prefix",
+        "user",
+        "name",
+        "created_at",
+        "expires_at",
+        "last_used_at",
+        "revoked_at",
+    )
     actions = ["revoke"]
 
     @admin.action(description="Revoke the selected tokens")

@@ -97,6 +97,43 @@ class KeysetPagination(BasePagination):
             }
         )
 
+    def get_schema_operation_parameters(self, view: Any) -> list[dict]:
+        """The keyset parameters, for the OpenAPI schema (``/api/schema/``)."""
+        sort_fields = getattr(view, "sort_fields", {"created": "created_at"})
+        default = getattr(view, "default_sort", "created")
+
+        def param(name: str, description: str, schema: dict) -> dict:
+            return {
+                "name": name,
+                "required": False,
+                "in": "query",
+                "description": description,
+                "schema": schema,
+            }
+
+        return [
+            param(
+                "after",
+                "Cursor of the next (older) page: the `next` link of the previous answer.",
+                {"type": "string"},
+            ),
+            param(
+                "before",
+                "Cursor of the previous (newer) page: the `previous` link of an answer.",
+                {"type": "string"},
+            ),
+            param(
+                "page_size",
+                f"Rows per page (default {PAGE_SIZE}).",
+                {"type": "integer", "minimum": 1, "maximum": self.max_page_size},
+            ),
+            param(
+                "sort",
+                "The field pages are ordered on, newest first.",
+                {"type": "string", "enum": list(sort_fields), "default": default},
+            ),
+        ]
+
     def get_paginated_response_schema(self, schema: dict) -> dict:
         return {
             "type": "object",

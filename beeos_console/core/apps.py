@@ -1,4 +1,7 @@
 from django.apps import AppConfig
+from django.contrib.auth.signals import user_logged_in
+
+from beeos_console.core.middleware import stamp_login
 
 
 class ConsoleConfig(AppConfig):
@@ -12,3 +15,6 @@ class ConsoleConfig(AppConfig):
     name = "beeos_console.core"
     label = "console"
     verbose_name = "BeeOS console"
+
+    def ready(self) -> None:
+        user_logged_in.connect(stamp_login, dispatch_uid="console-stamp-login")

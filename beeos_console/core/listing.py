@@ -3,6 +3,10 @@
 The URL carries every filter, the sort and the page cursor, so a link can be
 shared and the back button works. A full GET renders the page; an htmx GET
 aimed at ``#results`` gets only the results fragment (rows, chips, pager).
+
+Three declared parts per list: the FilterSet (data filters, shared with the
+REST list), the ``FilterForm`` (the panel: widgets, order, sort, refresh) and
+the ``Table`` (columns).
 """
 
 from __future__ import annotations
@@ -19,11 +23,12 @@ from django.utils.decorators import method_decorator
 from django.views import View
 from django.views.decorators.vary import vary_on_headers
 
+from beeos_console.core.forms import VIEW_FIELDS as VIEW_PARAMS
+from beeos_console.core.forms import FilterForm
 from beeos_console.core.pagination import BadCursor, paginate
+from beeos_console.core.tables import Table
 
 PAGE_PARAMS = ("after", "before")
-# URL flags that change how the page looks, not which rows match.
-VIEW_PARAMS = ("sort", "refresh")
 REFRESH_SECONDS = 15
 
 
@@ -36,12 +41,15 @@ class Chip:
     remove_url: str
 
 
-def active_filter_chips(request: HttpRequest, filterset: django_filters.FilterSet) -> list[Chip]:
+def active_filter_chips(
+    request: HttpRequest, filterset: django_filters.FilterSet, form: FilterForm
+) -> list[Chip]:
     chips: list[Chip] = []
     for name in request.GET:
         if name in PAGE_PARAMS or name in VIEW_PARAMS or name not in filterset.filters:
             continue
-        label = str(filterset.form.fields[name].label or name)
+        field = form.fields.get(name)
+        label = str((field.label if field else filterset.filters[name].label) or name)
         for value in request.GET.getlist(name):
             if value == "":
                 continue
@@ -59,63 +67,64 @@ class KeysetListView(View):
     """Override the class attributes (and ``get_queryset``) per model."""
 
     filterset_class: ClassVar[type[django_filters.FilterSet]]
+    # The filter panel: fields named like the FilterSet's filters, plus sort and refresh.
+    form_class: ClassVar[type[FilterForm]]
+    table_class: ClassVar[type[Table]]
     template_name: ClassVar[str] = "console/list.html"
-    # The results table: a template (``rows`` in its context), or override ``render_rows``.
-    rows_template: ClassVar[str] = ""
     title: ClassVar[str]
     sort_fields: ClassVar[dict[str, str]] = {"created": "created_at"}
     default_sort: ClassVar[str] = "created"
-    # Checkbox groups shown open in the filter panel (small vocabularies).
-    open_filters: ClassVar[tuple[str, ...]] = ("status",)
     # "task" / "operation": rows get checkboxes and a bulk-cancel bar (operators).
     bulk_kind: ClassVar[str] = ""
 
     def get_queryset(self) -> QuerySet:
         raise NotImplementedError
 
-    def get_sort_field(self, filterset: django_filters.FilterSet) -> str:
-        sort = self.request.GET.get("sort") or self.default_sort
-        return self.sort_fields.get(sort, self.sort_fields[self.default_sort])
-
     def get_context_data(self, **context: Any) -> dict[str, Any]:
         return context
 
-    def render_rows(self, rows: list[Any]) -> str:
-        """The results table as HTML, when built in Python; "" renders ``rows_template``."""
-        return ""
+    def get_table(self, rows: list[Any]) -> Table:
+        """The results table for this viewer (override to pass viewer options)."""
+        return self.table_class(rows)
 
     def get(self, request: HttpRequest) -> HttpResponse:
         filterset = self.filterset_class(request.GET, queryset=self.get_queryset(), request=request)
+        form = self.form_class(request.GET)
+        sort, refresh, view_errors = form.view_state(self.default_sort)
         status = 200
-        if filterset.is_valid():
+        if filterset.is_valid() and not view_errors:
             queryset = filterset.qs
+            errors: dict[str, Any] = {}
         else:
             # Bad filter input: say which and why, show nothing rather than guess.
             queryset = filterset.queryset.none()
             status = 400
+            errors = {**filterset.errors, **view_errors}
+        form.show_errors(errors)
+        sort_field = self.sort_fields.get(sort, self.sort_fields[self.default_sort])
         try:
             page = paginate(
                 queryset,
-                self.get_sort_field(filterset),
+                sort_field,
                 after=request.GET.get("after") or None,
                 before=request.GET.get("before") or None,
             )
         except BadCursor as exc:
             messages.warning(request, str(exc))
-            page = paginate(queryset, self.get_sort_field(filterset))
+            page = paginate(queryset, sort_field)
         context = self.get_context_data(
             title=self.title,
             filterset=filterset,
-            filter_errors=filterset.errors if status == 400 else {},
+            form=form,
+            filter_errors=errors,
             page=page,
             rows=page.rows,
-            chips=active_filter_chips(request, filterset),
-            rows_template=self.rows_template,
-            rows_html=self.render_rows(page.rows),
+            chips=active_filter_chips(request, filterset, form),
+            table=self.get_table(page.rows),
             next_url=self.page_url(after=page.next_cursor) if page.next_cursor else "",
             prev_url=self.page_url(before=page.prev_cursor) if page.prev_cursor else "",
-            refresh_seconds=REFRESH_SECONDS if request.GET.get("refresh") in ("true", "on") else 0,
-            open_filters=self.open_filters,
+            refresh_seconds=REFRESH_SECONDS if refresh else 0,
+            open_filters=form.open_fields,
             bulk_kind=self.bulk_kind,
             filter_query=self.filter_query(),
         )

@@ -12,7 +12,8 @@ class ApiToken(models.Model):
     """A script's credential for the REST API. Only a SHA-256 of the key is stored.
 
     The key is shown once, by ``manage.py create_api_token``; ``prefix`` (its
-    first characters) lets people tell their tokens apart.
+    first characters) lets people tell their tokens apart. A token expires
+    ``CONSOLE_API_TOKEN_DAYS`` after it is issued.
     """
 
     user = models.ForeignKey("auth.User", on_delete=models.CASCADE, related_name="api_tokens")
@@ -20,6 +21,10 @@ class ApiToken(models.Model):
     prefix = models.CharField(max_length=12)
     key_hash = models.CharField(max_length=64, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # Refused from then on (401, "expired"); CONSOLE_API_TOKEN_DAYS after issue.
+    expires_at = models.DateTimeField()
+    # When the token last authenticated a request (moved at most once a minute).
+    last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

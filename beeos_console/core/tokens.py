@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
+from django.db.models import Q
 from django.utils import timezone
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
@@ -13,19 +16,42 @@ from rest_framework import authentication, exceptions
 from beeos_console.core.models import ApiToken
 
 KEY_PREFIX = "bco_"  # "BeeOS console": recognisable in logs and secret scanners
+# last_used_at moves at most this often per token: not a write per API request.
+LAST_USED_GRANULARITY = timedelta(minutes=1)
 
 
 def hash_key(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
-def issue(user: Any, name: str = "") -> tuple[ApiToken, str]:
-    """Create a token; returns it and the plain key (never stored)."""
+def lifetime() -> timedelta:
+    return timedelta(days=settings.CONSOLE_API_TOKEN_DAYS)
+
+
+def issue(user: Any, name: str = "", *, days: int | None = None) -> tuple[ApiToken, str]:
+    """Create a token valid for ``days`` (default ``CONSOLE_API_TOKEN_DAYS``); returns
+    it and the plain key (never stored)."""
     key = KEY_PREFIX + secrets.token_urlsafe(32)
+    valid_for = lifetime() if days is None else timedelta(days=days)
     token = ApiToken.objects.create(
-        user=user, name=name, prefix=key[: len(KEY_PREFIX) + 6], key_hash=hash_key(key)
+        user=user,
+        name=name,
+        prefix=key[: len(KEY_PREFIX) + 6],
+        key_hash=hash_key(key),
+        expires_at=timezone.now() + valid_for,
     )
     return token, key
+
+
+def touch(token: ApiToken) -> None:
+    """Record a use: one UPDATE a minute per token at most (and none in between)."""
+    now = timezone.now()
+    if token.last_used_at is not None and now - token.last_used_at < LAST_USED_GRANULARITY:
+        return
+    ApiToken.objects.filter(pk=token.pk).filter(
+        Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - LAST_USED_GRANULARITY)
+    ).update(last_used_at=now)
+    token.last_used_at = now
 
 
 def revoke(token: ApiToken) -> None:
@@ -55,6 +81,19 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
         )
         if token is None or not token.user.is_active:
             raise exceptions.AuthenticationFailed("Unknown or revoked API token.")
+        if token.expires_at <= timezone.now():
+            raise exceptions.AuthenticationFailed(
+                {
+                    "detail": (
+                        f"API token {token.prefix}… expired at "
+                        f"{token.expires_at.isoformat(timespec='seconds')}; "
+                        "ask an admin for a new one."
+                    ),
+                    "code": "token_expired",
+                    "expired_at": token.expires_at.isoformat(timespec="seconds"),
+                }
+            )
+        touch(token)
         return token.user, token
 
     def authenticate_header(self, request: Any) -> str:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.utils import timezone
 
-from beeos_console.cancels.models import CancelRequest
+from beeos_console.cancels.selectors import open_uncertain_cancels
 from beeos_console.mirror import counters
 from beeos_console.mirror.states import DISPLAY_STATUSES, STATUS_COLOURS
 from operations.models import RuntimeOperation
@@ -130,7 +130,7 @@ def dashboard_context() -> dict:
         .only(*task_fields)[:LIST_ROWS]
     )
     task_colours = dict(STATUS_COLOURS)
-    uncertain = open_uncertain_cancels()
+    uncertain = open_uncertain_cancels(LIST_ROWS + 1)
     return {
         "now": now,
         "stuck_minutes": settings.CONSOLE_STUCK_AFTER_MINUTES,
@@ -163,25 +163,6 @@ def dashboard_context() -> dict:
         "uncertain_cancels": uncertain[:LIST_ROWS],
         "uncertain_more": len(uncertain) > LIST_ROWS,
     }
-
-
-def open_uncertain_cancels(limit: int = LIST_ROWS + 1) -> list[CancelRequest]:
-    """Uncertain cancels no re-read has resolved yet, newest first (partial index, LIMIT)."""
-    return list(
-        CancelRequest.objects.filter(CancelRequest.OPEN_UNCERTAIN)
-        .order_by("-created_at")
-        .only(
-            "object_kind",
-            "protocol",
-            "object_id",
-            "requested_by",
-            "created_at",
-            "finished_at",
-            "checks",
-            "next_check_at",
-            "gave_up_at",
-        )[:limit]
-    )
 
 
 def _count_rows(last_day: dict[str, int], all_time: dict[str, int]) -> list[tuple[str, int, int]]:

@@ -8,9 +8,12 @@ from django.shortcuts import render
 from beeos_console.core import roles
 from beeos_console.core.permissions import role_required
 from beeos_console.dashboard.selectors import dashboard_context
+from beeos_console.dashboard.tables import dashboard_tables
 
 
 @role_required(roles.SUPPORT)
 def dashboard(request: HttpRequest) -> HttpResponse:
     """Counts, per-hour charts, stuck work, operations needing attention, recent cancels."""
-    return render(request, "console/dashboard.html", dashboard_context())
+    context = dashboard_context()
+    context.update(dashboard_tables(context))
+    return render(request, "console/dashboard.html", context)

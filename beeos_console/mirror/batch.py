@@ -1,13 +1,13 @@
 """The set-based ingest path: one call's records written with a few statements.
 
-The one-record services (``tasks.services``, ``operations.services``) cost
+The one-record write paths (``tasks.services.write``, ``operations.services.write``) cost
 about six round trips a record; a feeder pushing 500 records would wait on
 3,000 of them. A batch instead, per kind:
 
 1. loads the stored rows of every key in the call with one
    ``SELECT … ORDER BY key FOR UPDATE`` (sorted: two feeders never deadlock);
 2. decides every record in order, in memory, with the *same* pure functions
-   the one-record path uses (``decide_task``, ``apply_task``, …), so a key
+   the one-record path uses (each app's ``services.rules``), so a key
    seen twice in one call ends as it would record by record;
 3. writes with one ``INSERT`` for new rows and one upsert for changed rows,
    then the summed counter deltas and the audit entries, each in one statement.
@@ -32,7 +32,8 @@ from django.db import connection, models
 from django.db.models import Q, QuerySet
 from django.db.models.expressions import RawSQL
 
-from beeos_console.auditlog import services as audit
+from beeos_console.auditlog import services as auditlog
+from beeos_console.auditlog.models import AuditEntry
 from beeos_console.auditlog.services import Actor
 from beeos_console.mirror import counters
 from beeos_console.mirror.edge import IngestResult, Outcome
@@ -127,8 +128,8 @@ class Batch:
         """Counters and audit entries, one statement each."""
         counters.bump_many(self.deltas)
         self.deltas.clear()
-        entries = [audit.entry(self.actor, **change) for _, _, change in sorted(self._audit)]
-        write_rows(audit.AuditEntry, entries)
+        entries = [auditlog.entry(self.actor, **change) for _, _, change in sorted(self._audit)]
+        write_rows(AuditEntry, entries)
         self._audit.clear()
 
 

@@ -25,6 +25,25 @@ _DECIMAL_STRING = re.compile(r"0|[1-9][0-9]{0,19}")
 # stores neither in text or jsonb, so such a value is refused at the edge.
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+# Characters that make an id display as something else: bidi overrides and
+# isolates (U+202A–U+202E, U+2066–U+2069) and zero-width ones.
+_DECEPTIVE = re.compile("[\u202a-\u202e\u2066-\u2069\u200b-\u200f\u2060\ufeff]")
+
+
+def id_problem(value: str) -> str | None:
+    """Why ``value`` cannot be an id, or None (DESIGN.md, Storage rules).
+
+    Ids end up in URLs, links and forms: no control characters, nothing that
+    changes how they read, and no ``.``/``..`` path segment (a browser resolves
+    those, so a link could reach another object's URL).
+    """
+    if _CONTROL.search(value):
+        return "contains a control character (a line break, a tab…); ids cannot"
+    if _DECEPTIVE.search(value):
+        return "contains a bidi-override or zero-width character; ids cannot"
+    if any(segment in (".", "..") for segment in value.split("/")):
+        return "contains a '.' or '..' path segment; ids cannot"
+    return None
 
 
 class Outcome(StrEnum):
@@ -99,8 +118,9 @@ class Reader:
     def id(self, key: str) -> str:
         """A required identifier: it ends up in URLs and links, so no control characters."""
         value = self.str(key, required=True)
-        if _CONTROL.search(value):
-            self.fail(key, "contains a control character (a line break, a tab…); ids cannot")
+        problem = id_problem(value)
+        if problem:
+            self.fail(key, problem)
             return ""
         return value
 

@@ -1,4 +1,4 @@
-"""The filters every mirrored list shares: projection, time, stuck, sort (HTML and REST)."""
+"""The data filters every mirrored list shares: projection, time, stuck (HTML and REST)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,7 @@ from beeos_console.core.filtersets import (
     AnyValueMultipleFilter,
     ConsoleFilterSet,
     IsSetFilter,
-    NoopBooleanFilter,
-    SortFilter,
     UtcDateTimeFilter,
-    choice_pairs,
-    datetime_widget,
 )
 from beeos_console.mirror.states import (
     ACTIVE_PRODUCT_STATUSES,
@@ -26,6 +22,8 @@ from beeos_console.mirror.states import (
     RETRY_POLICIES,
 )
 
+# ``?stuck=`` upper bound: ten years in minutes, beyond is a typo.
+MAX_STUCK_MINUTES = 60 * 24 * 366 * 10
 # Suggested task error codes (any value is searchable): the failure codes of
 # errors-reference.mdx a task's error can carry.
 TASK_ERROR_CODES = (
@@ -46,7 +44,7 @@ class StuckFilter(django_filters.NumberFilter):
     def __init__(self, *args: Any, status_field: str = "status", **kwargs: Any) -> None:
         self.status_field = status_field
         kwargs.setdefault("min_value", 1)
-        kwargs.setdefault("max_value", 60 * 24 * 366 * 10)  # ten years: beyond is a typo
+        kwargs.setdefault("max_value", MAX_STUCK_MINUTES)
         kwargs.setdefault("label", "Stuck for more than (minutes)")
         super().__init__(*args, **kwargs)
 
@@ -61,7 +59,7 @@ class StuckFilter(django_filters.NumberFilter):
 
 
 class MirrorFilterSet(ConsoleFilterSet):
-    """What every mirrored list filters on: projection, time, stuck, sort, refresh."""
+    """What every mirrored list filters on: projection, error, time, stuck (data filters only)."""
 
     status = django_filters.MultipleChoiceFilter(
         choices=[(v, v) for v in DISPLAY_STATUSES], label="Product status"
@@ -72,20 +70,14 @@ class MirrorFilterSet(ConsoleFilterSet):
     retry_policy = django_filters.MultipleChoiceFilter(
         choices=[(v, v) for v in RETRY_POLICIES], label="Retry policy"
     )
-    # Tasks' codes; a kind with its own vocabulary (operations) declares its own.
-    error_code = AnyValueMultipleFilter(choices=choice_pairs(TASK_ERROR_CODES), label="Error code")
+    # Any value is searchable; the panels suggest each kind's codes (``forms.py``).
+    error_code = AnyValueMultipleFilter(label="Error code")
     # Set by the sync when BeeOS answered 404 for the object (partial index).
     upstream_missing = IsSetFilter(field_name="upstream_missing_at", label="Not found upstream")
     created_after = UtcDateTimeFilter(
-        field_name="created_at", lookup_expr="gte", label="Created from", widget=datetime_widget()
+        field_name="created_at", lookup_expr="gte", label="Created from"
     )
     created_before = UtcDateTimeFilter(
-        field_name="created_at", lookup_expr="lt", label="Created before", widget=datetime_widget()
+        field_name="created_at", lookup_expr="lt", label="Created before"
     )
     stuck = StuckFilter(field_name="updated_at")
-    sort = SortFilter(
-        choices=[("created", "Newest created"), ("updated", "Recently updated")],
-        empty_label=None,
-        label="Sort",
-    )
-    refresh = NoopBooleanFilter(label="Auto-refresh")

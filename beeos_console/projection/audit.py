@@ -34,8 +34,9 @@ from django.db.models import Case, JSONField, Model, Value, When
 from django.db.models.fields.json import KeyTransform
 from django.utils import timezone
 
+from beeos_console.auditlog import chain
 from beeos_console.auditlog.models import AuditEntry
-from beeos_console.cancels import engine as cancellation
+from beeos_console.cancels import engine as cancel_engine
 from beeos_console.mirror.states import (
     CANCELLED,
     COMPLETED,
@@ -44,7 +45,7 @@ from beeos_console.mirror.states import (
 )
 from operations import states as op_states
 from operations.models import RuntimeOperation
-from operations.services import project_operation
+from operations.services.snapshots import project_operation
 from tasks import states as task_states
 from tasks.models import Message, Task
 
@@ -61,6 +62,8 @@ FAILING = {
     "succeeded_not_synced": "Operation succeeded but its projection is not synced",
     "projection_pending_stale": "projection_pending for longer than the threshold",
     "terminal_flag_mismatch": "Upstream terminal flag disagrees with our table",
+    "audit_chain_broken": "The audit log's hash chain is broken (an entry changed, "
+    "deleted or written past the app)",
 }
 INFORMATIONAL = {
     "missing_evidence": "Terminal task with no mirrored messages yet",
@@ -179,13 +182,35 @@ def sweep(
     progress: Callable[[str], None] | None = None,
     chunk: int = CHUNK,
     listener: Callable[[str, dict[str, Any]], None] | None = None,
+    check_audit_chain: bool = False,
 ) -> AuditReport:
     report = AuditReport(listener=listener)
     _sweep_tasks(report, progress, chunk)
     _sweep_messages(report, progress, chunk)
     _sweep_operations(report, progress, chunk)
+    if check_audit_chain:
+        # The command and the audit page's job walk the audit log's hash chain too.
+        _check_audit_chain(report, progress)
     report.finished_at = timezone.now()
     return report
+
+
+def _check_audit_chain(report: AuditReport, progress: Callable | None) -> None:
+    """The audit log the console's answers rest on must itself be intact."""
+    check = chain.verify()
+    report.scanned["audit entries"] = check.entries
+    if not check.ok:
+        report.add(
+            "audit_chain_broken",
+            {
+                "kind": "audit entry",
+                "id": str(check.broken_seq or check.broken_id),
+                "raw": check.problem,
+                "status": "broken",
+            },
+        )
+    if progress:
+        progress(check.describe())
 
 
 # --- tasks -----------------------------------------------------------------------
@@ -359,7 +384,7 @@ def _judge(
 # (when, action, before, after, detail) of one audit entry about a task.
 _Event = tuple[dt.datetime, str, dict[str, Any], dict[str, Any], dict[str, Any]]
 # A console cancel that took effect or was accepted upstream (``CancelOutcome.ok``).
-_CANCEL_TOOK = frozenset({cancellation.CANCELLED, cancellation.CANCEL_REQUESTED})
+_CANCEL_TOOK = frozenset({cancel_engine.CANCELLED, cancel_engine.CANCEL_REQUESTED})
 
 
 def _exceptions(suspects: dict[int, dict[str, Any]]) -> dict[int, list[_Event]]:

@@ -18,7 +18,7 @@ from django.db import transaction
 from django.utils import timezone
 from django_tasks import task as background_task
 
-from beeos_console.auditlog import services as audit
+from beeos_console.auditlog import services as auditlog
 from beeos_console.auditlog.services import Actor
 from beeos_console.mirror import counters, registry
 from beeos_console.mirror.states import PROJECTION_VERSION, Projection
@@ -63,7 +63,7 @@ def reproject_row(kind: str, pk: int, *, actor: Actor) -> dict[str, list[Any]]:
             if column == "status" and old_status != obj.status:
                 before, after = (old_status, obj.created_at), (obj.status, obj.created_at)
                 counters.on_change(counter, before, after)
-        audit.record(
+        auditlog.record(
             actor,
             f"{kind}.reprojected",
             kind,
@@ -147,7 +147,7 @@ def run_projection_job(job_id: int) -> str:
 
     try:
         if job.kind == ProjectionJob.Kind.AUDIT:
-            report = projection_audit.sweep(progress=note).to_json()
+            report = projection_audit.sweep(progress=note, check_audit_chain=True).to_json()
         else:
             apply = job.kind == ProjectionJob.Kind.REPROJECT
             report = run(actor=Actor(job.requested_by), apply=apply, progress=note)
@@ -171,6 +171,6 @@ def start_job(kind: str, *, actor: Actor) -> ProjectionJob:
     with transaction.atomic():
         job = ProjectionJob.objects.create(kind=kind, requested_by=actor.name)
         if kind == ProjectionJob.Kind.REPROJECT:
-            audit.record(actor, "projection.reproject_all", "batch", str(job.pk))
+            auditlog.record(actor, "projection.reproject_all", "batch", str(job.pk))
         run_projection_job.enqueue(job.pk)
     return job

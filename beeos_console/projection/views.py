@@ -5,78 +5,35 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import messages
-from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from beeos_console.auditlog.services import Actor
 from beeos_console.core import roles
-from beeos_console.core.pagination import CAPPED_COUNT
 from beeos_console.core.permissions import role_required
+from beeos_console.core.redirects import safe_next
 from beeos_console.mirror import registry
-from beeos_console.mirror.registry import MirroredKind
-from beeos_console.mirror.states import PROJECTION_VERSION, UNMAPPED
-from beeos_console.projection import reprojection
+from beeos_console.mirror.states import PROJECTION_VERSION
+from beeos_console.projection import reprojection, selectors
 from beeos_console.projection.audit import FAILING, INFORMATIONAL
 from beeos_console.projection.models import ProjectionJob
-from operations.models import RuntimeOperation
-from tasks.models import Message, Task
-
-LIVE_UNMAPPED_ROWS = 50
-
-
-def _live_unmapped() -> list[dict[str, Any]]:
-    """Unmapped values right now (indexed on status; bounded by the unmapped rows)."""
-    rows = []
-    for kind, model, raw_field, protocol_field in (
-        ("task", Task, "raw_state", "protocol"),
-        ("operation", RuntimeOperation, "raw_status", None),
-        ("message", Message, "state", None),
-    ):
-        fields = [raw_field] + ([protocol_field] if protocol_field else [])
-        for group in (
-            model.objects.filter(status=UNMAPPED)
-            .values(*fields)
-            .annotate(n=Count("id"))
-            .order_by("-n")[:LIVE_UNMAPPED_ROWS]
-        ):
-            rows.append(
-                {
-                    "kind": kind,
-                    "protocol": group.get(protocol_field, kind) if protocol_field else kind,
-                    "raw_value": group[raw_field],
-                    "count": group["n"],
-                }
-            )
-    return rows
-
-
-def _outdated_counts() -> dict[str, str]:
-    """Rows stamped by an older table version (capped count: never a full scan)."""
-    result = {}
-    for kind, model in (("task", Task), ("message", Message), ("operation", RuntimeOperation)):
-        n = model.objects.filter(projection_version__lt=PROJECTION_VERSION)[: CAPPED_COUNT + 1]
-        count = n.count()
-        result[kind] = f"{CAPPED_COUNT:,}+" if count > CAPPED_COUNT else f"{count:,}"
-    return result
 
 
 @role_required(roles.ADMIN)
 def projection_audit_view(request: HttpRequest) -> HttpResponse:
-    jobs = ProjectionJob.objects.order_by("-created_at")
-    latest_audit = jobs.filter(kind=ProjectionJob.Kind.AUDIT, state="finished").first()
+    latest_audit = selectors.latest_finished_job(ProjectionJob.Kind.AUDIT)
     report = latest_audit.report if latest_audit else None
     context = {
         "latest_audit": latest_audit,
         "report": report,
         "summary": _summary_rows(report) if report else [],
-        "running": list(jobs.filter(state__in=("queued", "running"))[:5]),
-        "recent": list(jobs[:10]),
-        "live_unmapped": _live_unmapped(),
-        "outdated": _outdated_counts(),
+        "running": selectors.running_jobs(),
+        "recent": selectors.recent_jobs(),
+        "live_unmapped": selectors.live_unmapped(),
+        "outdated": selectors.outdated_counts(),
         "projection_version": PROJECTION_VERSION,
-        "latest_dry_run": jobs.filter(kind=ProjectionJob.Kind.DRY_RUN, state="finished").first(),
+        "latest_dry_run": selectors.latest_finished_job(ProjectionJob.Kind.DRY_RUN),
     }
     return render(request, "audit/projections.html", context)
 
@@ -139,23 +96,16 @@ def reproject_one_view(request: HttpRequest, kind: str, pk: int) -> HttpResponse
             messages.success(request, f"Re-projected: {', '.join(changed)} updated and audited.")
         else:
             messages.info(request, "Nothing to change: the stored projection is already true.")
-        return redirect(request.POST.get("next") or "audit:projections")
+        return redirect(safe_next(request, request.POST.get("next"), "audit:projections"))
     context = {
         "kind": kind,
         "obj": obj,
         "label": mirrored.object_id(obj),
         "changes": reprojection.diff(kind, obj),
         "expected": reprojection.expected_for(kind, obj),
-        "next": request.GET.get("next", ""),
+        "next": safe_next(request, request.GET.get("next"), "audit:projections"),
     }
     return render(request, "audit/reproject_one.html", context)
-
-
-def object_pk(kind: MirroredKind, object_id: str, protocol: str = "") -> int | None:
-    qs = kind.model.objects.filter(**{kind.id_field: object_id})
-    if protocol and hasattr(kind.model, "protocol"):
-        qs = qs.filter(protocol=protocol)
-    return qs.values_list("pk", flat=True).first()
 
 
 @role_required(roles.ADMIN)
@@ -164,7 +114,7 @@ def reproject_lookup(request: HttpRequest, kind: str) -> HttpResponse:
     mirrored = registry.get(kind)
     if mirrored is None:
         raise Http404
-    pk = object_pk(mirrored, request.GET.get("id", ""), request.GET.get("protocol", ""))
+    pk = selectors.object_pk(mirrored, request.GET.get("id", ""), request.GET.get("protocol", ""))
     if pk is None:
         raise Http404("No such object any more.")
     return redirect("audit:reproject-one", kind=kind, pk=pk)

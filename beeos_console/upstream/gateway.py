@@ -30,10 +30,11 @@ from beeos_console.cancels.gateways import (
     body_json,
     transport_failure,
 )
-from beeos_console.upstream import clients as upstream
+from beeos_console.upstream import clients
 from beeos_console.upstream.sync import ACTOR, Syncer
 from tasks import states as task_states
-from tasks.services import parse_a2a_task, write_task
+from tasks.services.snapshots import parse_a2a_task
+from tasks.services.write import write_task
 
 _TRANSPORT_ERRORS = (OSError, beeos_sdk.rest.urllib3.exceptions.HTTPError)
 
@@ -65,7 +66,7 @@ def _sdk_error(exc: beeos_sdk.ApiException, what: str) -> GatewayAnswer:
             upstream={"code": code, "body": body},
         )
     if status == 429:
-        wait = upstream.retry_after_seconds(exc)
+        wait = clients.retry_after_seconds(exc)
         return GatewayAnswer(
             RATE_LIMITED,
             f"BeeOS is rate limiting us (429): nothing was done. Try again in {wait:g} s.",
@@ -238,7 +239,7 @@ class BeeOSGateway(Gateway):
     label = "BeeOS"
 
     def __init__(self, client: beeos_sdk.ApiClient | None = None, cloud: Any = None) -> None:
-        self.client = client or upstream.platform_client()
+        self.client = client or clients.platform_client()
         self.cloud = cloud
 
     def _cloud(self) -> Any:
@@ -248,7 +249,7 @@ class BeeOSGateway(Gateway):
             self.cloud = beeos_cloud_sdk.BeeOSClient(
                 settings.BEEOS_CLOUD_URL,
                 settings.BEEOS_CLOUD_API_KEY,
-                timeout=upstream.TIMEOUT[1],
+                timeout=clients.TIMEOUT[1],
             )
         return self.cloud
 
@@ -269,7 +270,7 @@ class BeeOSGateway(Gateway):
                 task.agent_id,
                 task.task_id,
                 beeos_sdk.CancelTaskRequest(reason=reason[:500]),
-                _request_timeout=upstream.TIMEOUT,
+                _request_timeout=clients.TIMEOUT,
             )
         except beeos_sdk.ApiException as exc:
             return _sdk_error(exc, "task")
@@ -349,7 +350,7 @@ class BeeOSGateway(Gateway):
                 idempotency_key=idempotency_key,
                 instance_id=op.instance_id,
                 operation_id=op.operation_id,
-                _request_timeout=upstream.TIMEOUT,
+                _request_timeout=clients.TIMEOUT,
             )
         except beeos_sdk.ApiException as exc:
             return _sdk_error(exc, "operation")

@@ -40,14 +40,15 @@ from django.utils.dateparse import parse_datetime
 
 from beeos_console.auditlog.services import Actor
 from beeos_console.mirror.edge import IngestError, IngestResult
-from beeos_console.upstream import clients as upstream
+from beeos_console.upstream import clients
 from beeos_console.upstream.models import SyncCursor
 from operations import states as op_states
 from operations.models import RuntimeOperation
-from operations.services import ingest_runtime_operation, ingest_runtime_operation_event
-from tasks import services as task_services
+from operations.services.write import ingest_runtime_operation, ingest_runtime_operation_event
 from tasks import states as task_states
 from tasks.models import Task
+from tasks.services.snapshots import parse_openapi_task
+from tasks.services.write import ingest_message, write_task
 
 ACTOR = Actor.feeder("sync_beeos")
 TASK_PAGE = 100
@@ -191,13 +192,13 @@ class Syncer:
 
     def _read(self, call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         def attempt() -> Any:
-            return upstream.raw_json(call, *args, **kwargs)
+            return clients.raw_json(call, *args, **kwargs)
 
         def waited(seconds: float) -> None:
             self.progress(f"rate limited: waiting {seconds:g} s (Retry-After)")
 
         try:
-            return upstream.honouring_rate_limits(attempt, sleep=self.sleep, on_wait=waited)
+            return clients.honouring_rate_limits(attempt, sleep=self.sleep, on_wait=waited)
         except beeos_sdk.ApiException as exc:
             if exc.status == 401 and self.stop_on_systemic_errors:
                 raise PassStopped("BeeOS refused the API key (check BEEOS_API_KEY)") from exc
@@ -302,13 +303,13 @@ class Syncer:
             return
         data = (body or {}).get("data")
         try:
-            snapshot = task_services.parse_openapi_task(data)
+            snapshot = parse_openapi_task(data)
         except IngestError as exc:
             self.report.counts["rejected"] += 1
             self.report.errors.append(f"task {task_id}: rejected ({exc})")
             return
         with transaction.atomic():
-            result = task_services.write_task(snapshot, actor=ACTOR, authoritative=True)
+            result = write_task(snapshot, actor=ACTOR, authoritative=True)
             self.report.add(result)
             Task.objects.filter(protocol=task_states.OPENAPI, task_id=task_id).update(
                 resync_requested_at=None, upstream_missing_at=None
@@ -349,7 +350,7 @@ class Syncer:
             for dto in data.get("messages") or []:
                 self._ingest(
                     f"message {dto.get('message_id')}",
-                    task_services.ingest_message,
+                    ingest_message,
                     message_envelope(dto, task_id, created_at=task_created_at),
                 )
             next_since = data.get("next_since")
@@ -449,7 +450,7 @@ class Syncer:
         ).update(upstream_missing_at=None)
         try:
             response = self.ops_api.stream_runtime_operation_events_without_preload_content(
-                instance_id, operation_id, _request_timeout=upstream.TIMEOUT
+                instance_id, operation_id, _request_timeout=clients.TIMEOUT
             )
             text = response.data.decode("utf-8", "replace")
             if response.status >= 400:

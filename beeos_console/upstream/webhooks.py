@@ -29,8 +29,10 @@ from django.views.decorators.http import require_POST
 
 from beeos_console.auditlog.services import Actor
 from beeos_console.mirror.edge import IngestError, Reader, json_safe
-from tasks import services, states
+from tasks import states
 from tasks.models import Task, WebhookEvent
+from tasks.services.snapshots import parse_openapi_task
+from tasks.services.write import ingest_a2a_task, write_task
 
 log = logging.getLogger(__name__)
 ACTOR = Actor.feeder("beeos-webhook")
@@ -120,9 +122,7 @@ def _apply_task_event(task_id: str, status: str, timestamp: Any, context_id: str
     if states.is_terminal(states.OPENAPI, status) and not base.get("completed_at"):
         base["completed_at"] = timestamp.isoformat()
     try:
-        result = services.write_task(
-            services.parse_openapi_task(base, agent_optional=True), actor=ACTOR
-        )
+        result = write_task(parse_openapi_task(base, agent_optional=True), actor=ACTOR)
     except IngestError as exc:
         log.warning("webhook event for %s not applied: %s", task_id, exc)
         return "rejected"
@@ -135,7 +135,7 @@ def _apply_task_event(task_id: str, status: str, timestamp: Any, context_id: str
 def _a2a_push(payload: dict[str, Any]) -> JsonResponse:
     try:
         with transaction.atomic():
-            result = services.ingest_a2a_task(payload, actor=ACTOR)
+            result = ingest_a2a_task(payload, actor=ACTOR)
             Task.objects.filter(protocol=states.A2A, task_id=result.object_id).update(
                 resync_requested_at=timezone.now()
             )

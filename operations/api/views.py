@@ -13,10 +13,10 @@ from rest_framework.response import Response
 
 from beeos_console.cancels import api as cancel_api
 from beeos_console.core.api import IsOperator, IsSupport, KeysetPagination
-from operations import services
 from operations.api.serializers import RuntimeOperationEventSerializer, RuntimeOperationSerializer
 from operations.filtersets import OPERATION_SORTS, RuntimeOperationFilterSet
 from operations.models import RuntimeOperation, RuntimeOperationEvent
+from operations.services.cancel import cancel_operation
 
 
 class RuntimeOperationViewSet(viewsets.ReadOnlyModelViewSet):
@@ -36,7 +36,7 @@ class RuntimeOperationViewSet(viewsets.ReadOnlyModelViewSet):
     def cancel(self, request: Request, operation_id: str) -> Response:
         """Cancel a queued or running operation (operator role); refused from commit on."""
         op = self.get_object()
-        cancel = functools.partial(services.cancel_operation, op.operation_id)
+        cancel = functools.partial(cancel_operation, op.operation_id)
         return cancel_api.run(request, cancel, RuntimeOperationSerializer)
 
 

@@ -14,10 +14,10 @@ from rest_framework.response import Response
 
 from beeos_console.cancels import api as cancel_api
 from beeos_console.core.api import IsOperator, IsSupport, KeysetPagination
-from tasks import services
 from tasks.api.serializers import MessageSerializer, TaskDetailSerializer, TaskSerializer
 from tasks.filtersets import TASK_SORTS, MessageFilterSet, TaskFilterSet
 from tasks.models import Message, Task
+from tasks.services.cancel import cancel_task
 
 
 class TaskViewSet(viewsets.ReadOnlyModelViewSet):
@@ -43,7 +43,7 @@ class TaskViewSet(viewsets.ReadOnlyModelViewSet):
     def cancel(self, request: Request, task_id: str) -> Response:
         """Cancel a queued or processing task (operator role). Refusals say why."""
         task = self.get_object()
-        cancel = functools.partial(services.cancel_task, task.protocol, task.task_id)
+        cancel = functools.partial(cancel_task, task.protocol, task.task_id)
         return cancel_api.run(request, cancel, TaskSerializer)
 
     def get_object(self) -> Task:

@@ -12,7 +12,7 @@ from beeos_console.auditlog.models import AuditEntry
 from beeos_console.auditlog.services import Actor
 from beeos_console.core import roles
 from tasks.models import Task
-from tasks.services import ingest_openapi_task
+from tasks.services.write import ingest_openapi_task
 
 from .conftest import login
 from .test_console_flows import PASSWORD, openapi_task

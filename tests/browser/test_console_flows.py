@@ -15,8 +15,8 @@ from playwright.sync_api import Page, expect
 
 from beeos_console.auditlog.services import Actor
 from beeos_console.core import roles
-from operations.services import ingest_runtime_operation
-from tasks.services import ingest_message, ingest_openapi_task, ingest_product_task
+from operations.services.write import ingest_runtime_operation
+from tasks.services.write import ingest_message, ingest_openapi_task, ingest_product_task
 
 from .conftest import login
 

@@ -7,9 +7,8 @@ import json
 
 from django import template
 from django.utils.html import format_html
-from django.utils.safestring import mark_safe
 
-from beeos_console.mirror import cells
+from beeos_console.mirror import columns
 
 register = template.Library()
 
@@ -17,19 +16,19 @@ register = template.Library()
 @register.simple_tag
 def status_badge(status: str) -> str:
     """Text plus colour, never colour alone; unknown values still render."""
-    return mark_safe(cells.badge(status))
+    return columns.badge(status)
 
 
 @register.simple_tag
 def raw_value(value: object) -> str:
     """A raw upstream value, verbatim in monospace (escaped)."""
-    return mark_safe(cells.raw(value))
+    return columns.raw(value)
 
 
 @register.simple_tag
 def reltime(value: dt.datetime | None) -> str:
     """ "3 hours ago", with the exact UTC time on hover."""
-    return mark_safe(cells.age(value))
+    return columns.age(value)
 
 
 @register.filter

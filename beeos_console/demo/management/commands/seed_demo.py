@@ -20,7 +20,7 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 from django.utils import timezone
 
-from beeos_console.auditlog import services as audit
+from beeos_console.auditlog import services as auditlog
 from beeos_console.auditlog.services import Actor
 from beeos_console.cancels.engine import schedule_rechecks
 from beeos_console.cancels.models import CancelRequest
@@ -29,9 +29,15 @@ from beeos_console.demo.builder import DemoBuilder, iso
 from beeos_console.mirror.states import PROJECTION_VERSION
 from beeos_console.projection import reprojection
 from beeos_console.upstream.gateway import a2a_error_answer
-from operations.services import ingest_runtime_operation, ingest_runtime_operation_event
-from tasks import services as task_services
+from operations.services.write import ingest_runtime_operation, ingest_runtime_operation_event
 from tasks.models import Task
+from tasks.services.rules import state_summary
+from tasks.services.write import (
+    ingest_a2a_task,
+    ingest_message,
+    ingest_openapi_task,
+    ingest_product_task,
+)
 
 ANCHOR_KEY = "demo_anchor"
 DEMO_USERS = (
@@ -64,11 +70,11 @@ class Command(BaseCommand):
         data.openapi_tasks[0]["metadata"][ANCHOR_KEY] = iso(anchor)
         counts: Counter[str] = Counter()
         batches = (
-            ("openapi tasks", data.openapi_tasks, task_services.ingest_openapi_task),
-            ("a2a tasks", data.a2a_tasks, task_services.ingest_a2a_task),
-            ("product tasks", data.product_tasks, task_services.ingest_product_task),
-            ("messages", data.messages, task_services.ingest_message),
-            ("task updates", data.openapi_task_updates, task_services.ingest_openapi_task),
+            ("openapi tasks", data.openapi_tasks, ingest_openapi_task),
+            ("a2a tasks", data.a2a_tasks, ingest_a2a_task),
+            ("product tasks", data.product_tasks, ingest_product_task),
+            ("messages", data.messages, ingest_message),
+            ("task updates", data.openapi_task_updates, ingest_openapi_task),
             ("operations", data.operations, ingest_runtime_operation),
             ("operation events", data.events, ingest_runtime_operation_event),
         )
@@ -127,8 +133,8 @@ class Command(BaseCommand):
         schedule_rechecks(request)
         request.save(update_fields=["checks", "next_check_at"])
         # The cancel changed nothing: the task still shows what it showed.
-        state = task_services.TaskCancelTarget(task.protocol, task.task_id).summary(task)
-        audit.record(
+        state = state_summary(task)
+        auditlog.record(
             Actor(record["requested_by"]),
             "task.cancel",
             "task",

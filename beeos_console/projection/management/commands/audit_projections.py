@@ -61,7 +61,10 @@ class Command(BaseCommand):
 
         progress = self.stderr.write if fmt != "summary" else self.stdout.write
         report = projection_audit.sweep(
-            progress=progress, chunk=options["chunk"], listener=listener
+            progress=progress,
+            chunk=options["chunk"],
+            listener=listener,
+            check_audit_chain=True,
         )
         if not options["no_save"]:
             ProjectionJob.objects.create(

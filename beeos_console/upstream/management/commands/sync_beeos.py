@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from beeos_console.upstream import clients as upstream
+from beeos_console.upstream import clients
 from beeos_console.upstream.sync import NOT_FOUND, Syncer
 
 
@@ -35,8 +35,8 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
-            client = upstream.platform_client()
-        except upstream.UpstreamNotConfigured as exc:
+            client = clients.platform_client()
+        except clients.UpstreamNotConfigured as exc:
             raise CommandError(f"{exc} The sync needs the BeeOS API (BEEOS_API_URL).") from exc
         passes = 0
         while True:

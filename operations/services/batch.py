@@ -1,7 +1,8 @@
 """Set-based writes of runtime operations and their events (see ``beeos_console.mirror.batch``).
 
-Same rules as ``operations.services`` (the same ``decide_*``/``apply_*``
-functions), one locked read and one or two writes per table per call.
+The "write many" path of an ingest call. Same rules as the one-record path
+(``write``): the same ``rules`` functions, in one locked read and one or two
+writes per table per call.
 """
 
 from __future__ import annotations
@@ -18,17 +19,10 @@ from beeos_console.mirror.batch import (
     lock_by_key,
     upsert_by_pk,
 )
+from operations.models import RuntimeOperation, RuntimeOperationEvent
 
-from .models import RuntimeOperation, RuntimeOperationEvent
-from .services import (
-    EventSnapshot,
-    OperationSnapshot,
-    apply_operation,
-    decide_event,
-    decide_operation,
-    new_event,
-    new_operation,
-)
+from .rules import apply_operation, decide_event, decide_operation, new_event, new_operation
+from .snapshots import EventSnapshot, OperationSnapshot
 
 
 def write_operations(batch: Batch, items: Sequence[tuple[int, OperationSnapshot]]) -> None:

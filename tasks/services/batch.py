@@ -1,8 +1,9 @@
 """Set-based writes of task snapshots and message envelopes (see ``beeos_console.mirror.batch``).
 
-Same rules as ``tasks.services`` (it asks the same ``decide_*``/``apply_*``
-functions), fewer statements: per call, one locked read and one or two writes
-per table, whatever the number of records.
+The "write many" path of an ingest call. Same rules as the one-record path
+(``write``): it asks the same ``rules`` functions, in fewer statements: per
+call, one locked read and one or two writes per table, whatever the number of
+records.
 """
 
 from __future__ import annotations
@@ -20,11 +21,9 @@ from beeos_console.mirror.batch import (
     upsert_by_pk,
     write_rows,
 )
+from tasks.models import Artifact, Message, Task
 
-from .models import Artifact, Message, Task
-from .services import (
-    MessageSnapshot,
-    TaskSnapshot,
+from .rules import (
     a2a_history_values,
     apply_task,
     artifact_values,
@@ -32,6 +31,7 @@ from .services import (
     decide_task,
     new_task,
 )
+from .snapshots import MessageSnapshot, TaskSnapshot
 
 TaskKey = tuple[str, str]
 

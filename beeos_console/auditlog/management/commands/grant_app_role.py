@@ -1,0 +1,66 @@
+"""`manage.py grant_app_role ROLE`: the role the console runs as, kept off audit history.
+
+Run as the owner (``DATABASE_MIGRATE_URL`` when set, else ``DATABASE_URL``),
+after ``migrate``. The role may read and write every console table but may
+only INSERT and SELECT audit entries: no UPDATE, DELETE or TRUNCATE, and, not
+owning the table, no ALTER (so it cannot switch the append-only trigger off).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+from django.db import connection
+from psycopg import sql
+
+from beeos_console.auditlog.models import AuditEntry
+
+
+class Command(BaseCommand):
+    help = "Create or update the app's database role: all tables, but audit entries append-only."
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("role", help="The role DATABASE_URL connects as, e.g. console_app.")
+        parser.add_argument("--password", default="", help="Set (or reset) its login password.")
+
+    def handle(self, *args: Any, role: str, password: str, **options: Any) -> None:
+        if not role.replace("_", "").isalnum():
+            raise CommandError("A role name is letters, digits and underscores only.")
+        name = sql.Identifier(role)
+        audit_table = sql.Identifier(AuditEntry._meta.db_table)
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [role])
+            if cursor.fetchone() is None:
+                cursor.execute(sql.SQL("CREATE ROLE {} LOGIN").format(name))
+            if password:
+                cursor.execute(
+                    sql.SQL("ALTER ROLE {} PASSWORD {}").format(name, sql.Literal(password))
+                )
+            cursor.execute("SELECT current_database(), current_user")
+            database, owner = cursor.fetchone()
+            for statement in (
+                "GRANT CONNECT, TEMPORARY ON DATABASE {db} TO {role}",
+                "GRANT USAGE ON SCHEMA public TO {role}",
+                "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {role}",
+                "GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO {role}",
+                # Tables a later migration (run as the owner) creates.
+                "ALTER DEFAULT PRIVILEGES FOR ROLE {owner} IN SCHEMA public"
+                " GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO {role}",
+                "ALTER DEFAULT PRIVILEGES FOR ROLE {owner} IN SCHEMA public"
+                " GRANT USAGE, SELECT ON SEQUENCES TO {role}",
+                # History is append-only for the app.
+                "REVOKE UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER ON {audit} FROM {role}",
+            ):
+                cursor.execute(
+                    sql.SQL(statement).format(
+                        db=sql.Identifier(database),
+                        role=name,
+                        owner=sql.Identifier(owner),
+                        audit=audit_table,
+                    )
+                )
+        self.stdout.write(
+            f"Role {role!r}: every console table, audit entries INSERT and SELECT only "
+            f"(owner {owner!r} keeps the schema)."
+        )

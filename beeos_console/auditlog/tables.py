@@ -1,0 +1,42 @@
+"""The audit log list table (``beeos_console.core.tables``): declared columns, escaped."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+
+from beeos_console.auditlog.models import AuditEntry
+from beeos_console.core.tables import AgeColumn, CodeColumn, Column, Table, named_cell, truncate
+
+
+class AuditEntryTable(Table):
+    at = AgeColumn("When")
+    actor = Column("Who", render="render_actor")
+    action = CodeColumn("Action")
+    object = Column("Object", accessor="", render="render_object")
+    before = Column("Before", accessor="", render="render_before")
+    after = Column("After", accessor="", render="render_after")
+    reason = Column("Reason")
+
+    empty_text = "No audit entries match these filters."
+
+    def render_actor(self, value: str, e: AuditEntry) -> SafeString:
+        return format_html('{} <span class="muted small">({})</span>', value, e.actor_kind)
+
+    def render_object(self, value: Any, e: AuditEntry) -> SafeString:
+        return format_html("{} <code>{}</code>", e.object_kind, truncate(e.object_id, 30))
+
+    def _state(self, raw_value: str, snapshot: Any) -> SafeString:
+        status = snapshot.get("status") if isinstance(snapshot, dict) else None
+        code = format_html('<code class="small">{}</code>', raw_value or "—")
+        if status:
+            return format_html("{} {}", code, named_cell("status", status))
+        return format_html("{} ", code)
+
+    def render_before(self, value: Any, e: AuditEntry) -> SafeString:
+        return self._state(e.before_raw, e.before)
+
+    def render_after(self, value: Any, e: AuditEntry) -> SafeString:
+        return self._state(e.after_raw, e.after)

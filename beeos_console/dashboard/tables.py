@@ -1,0 +1,137 @@
+"""The dashboard's tables (``core.tables``): counts, stuck work, attention, cancels."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.html import format_html
+from django.utils.http import urlencode
+from django.utils.safestring import SafeString
+
+from beeos_console.core.tables import AgeColumn, CodeColumn, Column, Table, age, truncate
+from beeos_console.mirror.columns import IdColumn, RawColumn, StatusColumn
+
+
+class TaskCountTable(Table):
+    """Tasks by product status: rows of ``(status, last 24 h, all)``, each count a filtered list."""
+
+    css_class = "counts"
+    empty_text = "No tasks mirrored yet."
+    status = StatusColumn("Status", accessor="0")
+    day = Column("Last 24 h", accessor="", render="render_day")
+    total = Column("All", accessor="", render="render_total")
+
+    def __init__(self, rows: Any, *, now: dt.datetime) -> None:
+        super().__init__(rows, now=now)
+        self.list_url = reverse("tasks:list")
+
+    def render_day(self, value: Any, row: tuple) -> SafeString:
+        since = timezone.localtime(self.now).strftime("%Y-%m-%dT%H:%M")
+        return format_html(
+            '<a href="{}?status={}&amp;created_after={}" class="num">{}</a>',
+            self.list_url,
+            row[0],
+            since,
+            row[1],
+        )
+
+    def render_total(self, value: Any, row: tuple) -> SafeString:
+        return format_html(
+            '<a href="{}?status={}" class="num">{}</a>', self.list_url, row[0], row[2]
+        )
+
+
+class OperationCountTable(TaskCountTable):
+    """Operations by display status (the 24 h count is not a list filter: plain number)."""
+
+    empty_text = "No runtime operations mirrored yet."
+    day = Column("Last 24 h", accessor="", css_class="num", render="render_day")
+
+    def __init__(self, rows: Any, *, now: dt.datetime) -> None:
+        super().__init__(rows, now=now)
+        self.list_url = reverse("operations:list")
+
+    def render_day(self, value: Any, row: tuple) -> SafeString:
+        return format_html("{}", row[1])
+
+
+class StuckTaskTable(Table):
+    empty_text = "Nothing stuck."
+    task_id = IdColumn("Task", url="tasks:detail", length=36, query="protocol_query")
+    status = StatusColumn("Status")
+    raw_state = RawColumn("Raw state")
+    protocol = Column("Protocol", render="render_protocol")
+    agent_id = CodeColumn("Agent", length=20)
+    updated_at = AgeColumn("Last change")
+
+    def protocol_query(self, task: Any) -> str:
+        return f"?protocol={task.protocol}"
+
+    def render_protocol(self, value: str, task: Any) -> SafeString:
+        return format_html("{}", task.get_protocol_display())
+
+
+class CancelledTaskTable(StuckTaskTable):
+    empty_text = "No cancellations yet."
+    updated_at = AgeColumn("When")
+
+    def __init__(self, rows: Any) -> None:
+        super().__init__(rows, exclude=("status",))
+
+
+class AttentionTable(Table):
+    empty_text = "Nothing needs attention."
+    operation_id = IdColumn("Operation", url="operations:detail", length=30)
+    raw_status = RawColumn("Raw status")
+    effect_state = RawColumn("effectState")
+    projection_state = RawColumn("Projection")
+    error_code = RawColumn("Error code")
+    method = CodeColumn("Method")
+    updated_at = AgeColumn("Updated")
+
+
+class UncertainCancelTable(Table):
+    empty_text = "No uncertain cancels open."
+    object_id = Column("Object", render="render_object")
+    object_kind = Column("Kind", render="render_kind")
+    requested_by = Column("By", empty="")
+    finished_at = AgeColumn("Uncertain since")
+    checks = Column("Re-reads", css_class="num")
+    next_check_at = Column("Next re-read", render="render_next")
+
+    def render_object(self, value: str, c: Any) -> SafeString:
+        if c.object_kind == "task":
+            href = reverse("tasks:detail", args=[value]) + "?" + urlencode({"protocol": c.protocol})
+        else:
+            href = reverse("operations:detail", args=[value])
+        return format_html('<a href="{}"><code>{}</code></a>', href, truncate(value, 36))
+
+    def render_kind(self, value: str, c: Any) -> SafeString:
+        if c.protocol:
+            return format_html('{} <span class="muted">({})</span>', value, c.protocol)
+        return format_html("{}", value)
+
+    def render_next(self, value: Any, c: Any) -> SafeString:
+        if c.gave_up_at:
+            return format_html(
+                "<strong>gave up</strong> {} — check by hand, do not replay", age(c.gave_up_at)
+            )
+        if value:
+            return age(value)
+        return format_html('<span class="muted">{}</span>', "—")
+
+
+def dashboard_tables(context: dict[str, Any]) -> dict[str, Table]:
+    """The dashboard context's rows as tables (the template prints them)."""
+    now = context["now"]
+    return {
+        "task_counts_table": TaskCountTable(context["task_counts"], now=now),
+        "operation_counts_table": OperationCountTable(context["operation_counts"], now=now),
+        "stuck_table": StuckTaskTable(context["stuck"]),
+        "attention_table": AttentionTable([*context["attention"], *context["pending_late"]]),
+        "uncertain_table": UncertainCancelTable(context["uncertain_cancels"]),
+        "cancelled_table": CancelledTaskTable(context["cancelled"]),
+    }

@@ -1,0 +1,166 @@
+"""Column types that know the product: status badges, raw values, ages, ids, filter links.
+
+The ``core.tables.Table`` classes of every list (``tasks/tables.py``,
+``operations/tables.py``, the dashboard) declare these; the template tags in
+``templatetags/console.py`` print the same cells on detail pages through the
+functions below. Everything is built with ``format_html``: escaped.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+
+from beeos_console.core.tables import (
+    AgeColumn,
+    Column,
+    Table,
+    age,
+    register_cell,
+    short_age,
+    truncate,
+)
+from beeos_console.mirror.states import STATUS_COLOURS
+
+__all__ = [
+    "AgeColumn",
+    "FilterLinkColumn",
+    "IdColumn",
+    "RawColumn",
+    "StatusColumn",
+    "UrlFor",
+    "age",
+    "badge",
+    "raw",
+    "short_age",
+    "truncate",
+    "url_for",
+]
+
+# The characters ``reverse()`` leaves unquoted in a path argument (RFC 3986 pchar).
+_PATH_SAFE = "!$&'()*+,;=/~:@"
+_SLOT = "0ID0SLOT0"
+
+
+def badge(status: str) -> SafeString:
+    """Text plus colour, never colour alone; unknown values still render."""
+    colour = STATUS_COLOURS.get(status, "purple")
+    return format_html('<span class="badge badge-{}">{}</span>', colour, status or "—")
+
+
+# The audit log (a lower layer) draws before/after statuses with the same badge.
+register_cell("status", badge)
+
+
+def raw(value: object) -> SafeString:
+    """A raw upstream value, verbatim in monospace (escaped)."""
+    if value is None or value == "":
+        return format_html('<code class="raw empty">{}</code>', "—")
+    return format_html('<code class="raw">{}</code>', value)
+
+
+def path_arg(value: str) -> str:
+    """``value`` quoted as ``reverse()`` quotes a ``<path:…>`` argument."""
+    return quote(value, safe=_PATH_SAFE)
+
+
+class UrlFor:
+    """``reverse(name, args=[value])`` for many values at the cost of one ``reverse``.
+
+    For URL patterns with one ``<path:…>`` argument (ids may hold slashes).
+    """
+
+    def __init__(self, name: str) -> None:
+        self.pattern = reverse(name, args=[_SLOT])
+
+    def __call__(self, value: str) -> str:
+        return self.pattern.replace(_SLOT, path_arg(value), 1)
+
+
+def url_for(table: Table, name: str) -> UrlFor:
+    """The table's ``UrlFor(name)``: one ``reverse()`` per table render, not per row."""
+    urls = table.__dict__.setdefault("_urls", {})
+    found = urls.get(name)
+    if found is None:
+        found = urls[name] = UrlFor(name)
+    return found
+
+
+class StatusColumn(Column):
+    """The product status as a badge: text plus its colour."""
+
+    cache = True
+
+    def render(self, value: Any, row: Any, table: Table) -> SafeString:
+        return badge(value)
+
+
+class RawColumn(Column):
+    """A raw upstream value, verbatim in monospace ("—" when empty)."""
+
+    cache = True
+
+    def render(self, value: Any, row: Any, table: Table) -> SafeString:
+        return raw(value)
+
+
+class IdColumn(Column):
+    """An id in monospace, shortened, linked to its detail page (``url``: a URL name).
+
+    ``query`` (a table method name) adds a query string to the link, e.g. the
+    protocol that tells two tasks with one id apart; ``copy`` adds a copy button
+    (the id stays selectable without JavaScript).
+    """
+
+    def __init__(
+        self,
+        *args: Any,
+        url: str,
+        length: int,
+        query: str | None = None,
+        copy: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        self.url_name, self.length, self.query, self.copy = url, length, query, copy
+        super().__init__(*args, **kwargs)
+
+    def href(self, value: str, row: Any, table: Table) -> str:
+        href = url_for(table, self.url_name)(value)
+        if self.query:
+            href += getattr(table, self.query)(row)
+        return href
+
+    def parts(self, value: Any, row: Any, table: Table) -> tuple[str, ...]:
+        link = ('<a href="{}"><code>{}</code></a>', self.href(value, row, table))
+        if self.copy:
+            return (
+                link[0] + ' <button type="button" class="copy" data-copy="{}"'
+                ' title="Copy to clipboard">Copy</button>',
+                link[1],
+                truncate(value, self.length),
+                value,
+            )
+        return (*link, truncate(value, self.length))
+
+
+class FilterLinkColumn(Column):
+    """The value, shortened, linked to this list filtered on it (``?param=value``)."""
+
+    cache = True
+
+    def __init__(self, *args: Any, param: str, title: str, length: int, **kwargs: Any) -> None:
+        self.param, self.title, self.length = param, title, length
+        super().__init__(*args, **kwargs)
+
+    def render(self, value: Any, row: Any, table: Table) -> SafeString:
+        return format_html(
+            '<a href="?{}={}" title="{}"><code>{}</code></a>',
+            self.param,
+            quote(value, safe="/"),
+            self.title.format(value=value),
+            truncate(value, self.length),
+        )

@@ -1,0 +1,30 @@
+"""The filter panel every mirrored list shares: projection, time, stuck, sort, refresh."""
+
+from __future__ import annotations
+
+from django import forms
+
+from beeos_console.core.filtersets import choice_pairs
+from beeos_console.core.forms import FilterForm, checkbox_field, datetime_field, sort_field
+from beeos_console.mirror.filtersets import MAX_STUCK_MINUTES, TASK_ERROR_CODES
+from beeos_console.mirror.states import DISPLAY_STATUSES, OUTCOME_CERTAINTIES, RETRY_POLICIES
+
+
+class MirrorFilterForm(FilterForm):
+    """The panel fields of ``MirrorFilterSet``'s filters, plus sort and auto-refresh."""
+
+    status = checkbox_field(choice_pairs(DISPLAY_STATUSES), "Product status")
+    outcome_certainty = checkbox_field(choice_pairs(OUTCOME_CERTAINTIES), "Outcome certainty")
+    retry_policy = checkbox_field(choice_pairs(RETRY_POLICIES), "Retry policy")
+    # Suggested task error codes (any value is searchable); operations suggest their own.
+    error_code = checkbox_field(choice_pairs(TASK_ERROR_CODES), "Error code")
+    upstream_missing = forms.NullBooleanField(label="Not found upstream", required=False)
+    created_after = datetime_field("Created from")
+    created_before = datetime_field("Created before")
+    stuck = forms.DecimalField(
+        label="Stuck for more than (minutes)",
+        min_value=1,
+        max_value=MAX_STUCK_MINUTES,
+        required=False,
+    )
+    sort = sort_field([("created", "Newest created"), ("updated", "Recently updated")])

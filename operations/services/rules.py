@@ -1,0 +1,124 @@
+"""The storage rules for runtime operations and their events, pure (no database).
+
+Ordering: the operation ``sequence`` (then ``updatedAt``) decides which
+snapshot is newer; a terminal status never goes back; the same snapshot twice
+changes nothing; an event is immutable once stored. Both write paths
+(``write``, one record; ``batch``, many) ask the same functions here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from beeos_console.mirror.edge import Outcome
+from beeos_console.mirror.states import Projection
+from operations import states
+from operations.models import RuntimeOperation, RuntimeOperationEvent
+
+from .snapshots import EventSnapshot, OperationSnapshot, project_operation
+
+
+def project_operation_row(op: RuntimeOperation) -> Projection:
+    """What today's rules give for a stored operation row."""
+    return project_operation(
+        {
+            "raw_status": op.raw_status,
+            "error_code": op.error_code,
+            "error_retry_mode": op.error_retry_mode,
+            "effect_state": op.effect_state,
+            "projection_state": op.projection_state,
+            "error_effect_state": op.error_effect_state,
+        }
+    )
+
+
+def state_summary(op: RuntimeOperation) -> dict[str, Any]:
+    """The state fields an audit entry keeps before and after a change."""
+    return {
+        "raw_status": op.raw_status,
+        "effect_state": op.effect_state,
+        "projection_state": op.projection_state,
+        "status": op.status,
+        "reason": op.reason,
+        "outcome_certainty": op.outcome_certainty,
+        "retry_policy": op.retry_policy,
+    }
+
+
+def decide_operation(
+    snapshot: OperationSnapshot, op: RuntimeOperation | None
+) -> tuple[Outcome, str]:
+    """Pure: what the storage rules make of a snapshot against the stored row."""
+    if op is None:
+        return Outcome.CREATED, ""
+    if op.payload_digest == snapshot.payload_digest:
+        return Outcome.UNCHANGED, ""
+    fields = snapshot.fields
+    if (fields["sequence"], fields["updated_at"]) < (op.sequence, op.updated_at):
+        return Outcome.STALE, "older than the stored snapshot"
+    if states.is_terminal(op.raw_status) and not states.is_terminal(fields["raw_status"]):
+        return Outcome.STALE, "a terminal status never goes back"
+    return Outcome.UPDATED, ""
+
+
+def new_operation(snapshot: OperationSnapshot) -> RuntimeOperation:
+    """The unsaved row a first snapshot makes."""
+    fields = dict(snapshot.fields)
+    if not fields["capability"]:
+        fields["capability"] = states.METHOD_CAPABILITIES.get(fields["method"], "")
+    return RuntimeOperation(
+        operation_id=snapshot.operation_id,
+        raw_payload=snapshot.payload,
+        payload_digest=snapshot.payload_digest,
+        **fields,
+        **snapshot.projection.as_fields(),
+    )
+
+
+def apply_operation(op: RuntimeOperation, snapshot: OperationSnapshot) -> dict[str, Any] | None:
+    """Overwrite ``op`` in memory with a newer snapshot.
+
+    Returns the audit entry's arguments when the state changed, else None.
+    """
+    before = state_summary(op)
+    for name, value in snapshot.fields.items():
+        setattr(op, name, value)
+    for name, value in snapshot.projection.as_fields().items():
+        setattr(op, name, value)
+    op.raw_payload = snapshot.payload
+    op.payload_digest = snapshot.payload_digest
+    after = state_summary(op)
+    if before == after:
+        return None
+    return {
+        "action": "operation.state_changed",
+        "object_kind": "operation",
+        "object_id": op.operation_id,
+        "before": before,
+        "after": after,
+        "detail": {"rule": snapshot.projection.rule, "sequence": str(op.sequence)},
+    }
+
+
+def decide_event(
+    snapshot: EventSnapshot, existing: RuntimeOperationEvent | None
+) -> tuple[Outcome, str]:
+    """Pure: events are immutable once stored."""
+    if existing is None:
+        return Outcome.CREATED, ""
+    if existing.raw_payload == snapshot.payload:
+        return Outcome.UNCHANGED, ""
+    return Outcome.STALE, "events are immutable once stored"
+
+
+def new_event(snapshot: EventSnapshot, op: RuntimeOperation | int | None) -> RuntimeOperationEvent:
+    """The unsaved event row; ``op`` is the operation or its primary key, if mirrored."""
+    link = {"operation_id": op} if isinstance(op, int) else {"operation": op}
+    return RuntimeOperationEvent(
+        operation_id_raw=snapshot.operation_id,
+        event_id=snapshot.event_id,
+        method=snapshot.method,
+        raw_payload=snapshot.payload,
+        **link,
+        **snapshot.fields,
+    )

@@ -1,0 +1,44 @@
+"""The filter panels of the task and message lists (``beeos_console.core.forms``).
+
+Fields named like ``tasks.filtersets``' filters, with their widgets, suggested
+values and order, plus ``sort`` and ``refresh``; the FilterSets filter.
+"""
+
+from __future__ import annotations
+
+from beeos_console.core.filtersets import choice_pairs
+from beeos_console.core.forms import FilterForm, checkbox_field, sort_field, text_field
+from beeos_console.mirror.forms import MirrorFilterForm
+from tasks import states
+from tasks.models import Task
+
+TASK_REASONS = (
+    "error",
+    "timeout",
+    "rejected",
+    "input_required",
+    "auth_required",
+    "outcome_unknown",
+    "unmapped_state",
+)
+RAW_STATES = sorted({*states.OPENAPI_TABLE, *states.A2A_TABLE, *states.PRODUCT_TABLE})
+MESSAGE_TYPES = ("agent_reply", "chat_message", "tool_call", "a2a_message")
+
+
+class TaskFilterForm(MirrorFilterForm):
+    q = text_field("Task or context id starts with")
+    protocol = checkbox_field(Task.Protocol.choices, "Protocol")
+    raw_state = checkbox_field(choice_pairs(RAW_STATES), "Raw state")
+    reason = checkbox_field(choice_pairs(TASK_REASONS), "Reason")
+    agent_id = text_field("Agent id")
+
+
+class MessageFilterForm(FilterForm):
+    open_fields = ("state",)
+
+    state = checkbox_field(choice_pairs(states.MESSAGE_STATES), "State")
+    stop_reason = checkbox_field(choice_pairs(states.STOP_REASONS), "Stop reason")
+    type = checkbox_field(choice_pairs(MESSAGE_TYPES), "Type")
+    task = text_field("Task id")
+    conversation = text_field("Conversation id")
+    sort = sort_field([("created", "Newest created")])
