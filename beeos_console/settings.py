@@ -13,6 +13,7 @@ from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.dateparse import parse_duration
 
 from beeos_console.core import embedded_postgres
 
@@ -34,6 +35,28 @@ def env_int(name: str, default: int) -> int:
         return int(value)
     except ValueError as exc:
         raise ImproperlyConfigured(f"{name} must be a whole number, not {value!r}.") from exc
+
+
+_DURATION_UNITS = {"s": 1, "m": 60, "h": 3600}
+
+
+def env_duration(name: str, default: timedelta) -> timedelta:
+    """Seconds (``300``, ``300s``), minutes or hours (``5m``, ``1h``) or a duration
+    Django parses (``00:05:00``, ISO 8601 ``PT5M``); never negative."""
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return default
+    parsed: timedelta | None
+    if value[-1:].lower() in _DURATION_UNITS and value[:-1].strip().isdigit():
+        parsed = timedelta(seconds=int(value[:-1]) * _DURATION_UNITS[value[-1].lower()])
+    else:
+        parsed = parse_duration(value)
+    if parsed is None or parsed < timedelta(0):
+        raise ImproperlyConfigured(
+            f"{name} must be seconds (300), minutes (5m), hours (1h) or a duration "
+            f"(00:05:00, PT5M), not {value!r}."
+        )
+    return parsed
 
 
 def env_list(name: str, default: str = "") -> list[str]:
@@ -61,6 +84,7 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "django.contrib.humanize",
+    "django.contrib.postgres",
     "rest_framework",
     "django_filters",
     "drf_spectacular",
@@ -87,6 +111,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: errors under /api/ are JSON, even those Django answers before a view.
+    "beeos_console.core.middleware.ApiErrorsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "csp.middleware.CSPMiddleware",
@@ -95,6 +121,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # NUL in a path, query or form value: 400 before any view looks anything up.
+    "beeos_console.core.middleware.NulParametersMiddleware",
     "beeos_console.core.middleware.IdleSessionMiddleware",
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -267,6 +295,12 @@ REST_FRAMEWORK = {
         "rest_framework.permissions.IsAuthenticated",
         "beeos_console.core.api.IsSupport",
     ],
+    # JSON bodies through core.jsonbody: bounded size and nesting, a 4xx for any bad body.
+    "DEFAULT_PARSER_CLASSES": [
+        "beeos_console.core.api.JSONBodyParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_RENDERER_CLASSES": [
@@ -322,6 +356,10 @@ BEEOS_CLOUD_URL = os.environ.get("BEEOS_CLOUD_URL", "")
 BEEOS_CLOUD_API_KEY = os.environ.get("BEEOS_CLOUD_API_KEY", "")
 BEEOS_WEBHOOK_SECRET = os.environ.get("BEEOS_WEBHOOK_SECRET", "")
 BEEOS_INSTANCES = env_list("BEEOS_INSTANCES")
+
+# Upstream clocks may run this far ahead: a snapshot stamped later than now + this is
+# stored (with a producer note) but its stamp orders as now + this (mirror.edge.is_older).
+CONSOLE_MAX_CLOCK_SKEW = env_duration("CONSOLE_MAX_CLOCK_SKEW", timedelta(minutes=5))
 
 # Work that is not terminal after this many minutes counts as "stuck".
 CONSOLE_STUCK_AFTER_MINUTES = int(os.environ.get("CONSOLE_STUCK_AFTER_MINUTES", "60"))

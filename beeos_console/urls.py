@@ -5,16 +5,17 @@ from django.contrib import admin
 from django.contrib.auth.decorators import login_required
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
-from rest_framework import routers
 
 from beeos_console.accounts import views as account_views
 from beeos_console.auditlog import views as auditlog_views
 from beeos_console.auditlog.api import AuditEntryViewSet
 from beeos_console.cancels import views as cancel_views
 from beeos_console.core import views as core_views
+from beeos_console.core.routers import IdRouter
 from beeos_console.dashboard import views as dashboard_views
 from beeos_console.ingest.views import IngestView
 from beeos_console.projection import views as projection_views
+from beeos_console.search import views as search_views
 from beeos_console.upstream.webhooks import beeos_webhook
 from operations.api.views import RuntimeOperationEventViewSet, RuntimeOperationViewSet
 from tasks.api.views import MessageViewSet, TaskViewSet
@@ -49,13 +50,15 @@ audit_patterns = (
 
 bulk_patterns = (
     [
+        path("", cancel_views.bulk_list_view, name="list"),
         path("<int:pk>/", cancel_views.bulk_detail_view, name="detail"),
         path("<str:kind>/cancel/", cancel_views.bulk_cancel_view, name="cancel"),
     ],
     "bulk",
 )
 
-router = routers.DefaultRouter()
+# Ids may hold "/" (sent as %2F): the router matches …/<id>/cancel before …/<id>/.
+router = IdRouter()
 # Both /cancel and /cancel/ (scripts rarely add the slash; a POST cannot follow a 301).
 router.trailing_slash = "/?"
 router.register("tasks", TaskViewSet, basename="task")
@@ -67,6 +70,7 @@ router.register("audit-entries", AuditEntryViewSet, basename="audit-entry")
 api_patterns = [
     path("v1/ingest/", IngestView.as_view(), name="api-ingest"),
     path("v1/webhooks/beeos/", beeos_webhook, name="api-webhook-beeos"),
+    path("v1/search/", search_views.SearchApiView.as_view(), name="api-search"),
     path("v1/", include(router.urls)),
     # The schema needs a session or a token (SPECTACULAR_SETTINGS["SERVE_PERMISSIONS"]);
     # the docs page a login, and its script is a file (no inline script: CSP).
@@ -88,6 +92,7 @@ urlpatterns = [
     path("login/", account_views.LoginView.as_view(), name="login"),
     path("logout/", account_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
+    path("search/", search_views.search_page, name="search"),
     path("api/", include(api_patterns)),
     path("", include("tasks.urls")),
     path("", include("operations.urls")),

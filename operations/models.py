@@ -7,9 +7,11 @@ display projection. Rows are written only through ``operations.services``.
 
 from __future__ import annotations
 
+from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 
 from beeos_console.mirror.models import Projected
+from beeos_console.mirror.search import search_vector
 
 from . import states
 
@@ -87,6 +89,9 @@ class RuntimeOperation(Projected):
             models.Index(fields=["instance_id", "-created_at", "-id"], name="op_instance_idx"),
             models.Index(fields=["target_scope", "-created_at"], name="op_scope_idx"),
             models.Index(fields=["projection_version"], name="op_projection_version_idx"),
+            # The search box: id fragments anywhere in the id, words of the error message.
+            GinIndex(fields=["operation_id"], name="op_id_trgm_idx", opclasses=["gin_trgm_ops"]),
+            GinIndex(search_vector("error_message"), name="op_error_fts_idx"),
             # The "not found upstream" filter: few rows, in list order.
             models.Index(
                 fields=["-created_at", "-id"],

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import get_object_or_404, render
-from django.urls import reverse
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_http_methods
 
 from beeos_console.auditlog.selectors import audit_trail
 from beeos_console.auditlog.services import Actor
@@ -14,6 +13,7 @@ from beeos_console.cancels import views as cancel_views
 from beeos_console.cancels.engine import InvalidCancel, new_idempotency_key
 from beeos_console.cancels.selectors import last_cancel_request
 from beeos_console.core import roles
+from beeos_console.core.links import object_url
 from beeos_console.core.listing import KeysetListView
 from beeos_console.core.permissions import RoleRequiredMixin, role_required
 from operations.filtersets import OPERATION_SORTS, RuntimeOperationFilterSet
@@ -60,11 +60,26 @@ def operation_detail(request: HttpRequest, operation_id: str) -> HttpResponse:
     return render(request, "operations/detail.html", context)
 
 
-@require_POST
-@role_required(roles.OPERATOR)
+@require_http_methods(["GET", "POST"])
+@role_required(roles.SUPPORT)
 def cancel_operation_view(request: HttpRequest, operation_id: str) -> HttpResponse:
+    """``operations/<id>/cancel/``: POST cancels ``<id>``; a GET is the page of ``<id>/cancel``.
+
+    Ids may hold ``/`` (``%2F`` in links, decoded by the server), so the detail
+    URL of an id ending in ``/cancel`` reads as this route.
+    """
+    if request.method == "GET":
+        whole = f"{operation_id}/cancel"
+        if RuntimeOperation.objects.filter(operation_id=whole).exists():
+            return operation_detail(request, whole)
+        return HttpResponseNotAllowed(["POST"])
+    return _cancel_operation(request, operation_id)
+
+
+@role_required(roles.OPERATOR)
+def _cancel_operation(request: HttpRequest, operation_id: str) -> HttpResponse:
     op = get_object_or_404(RuntimeOperation, operation_id=operation_id)
-    detail_url = reverse("operations:detail", args=[op.operation_id])
+    detail_url = object_url("operations:detail", op.operation_id)
     try:
         outcome = cancel_operation(
             op.operation_id,

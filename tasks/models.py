@@ -6,9 +6,11 @@ beside them. Rows are written only through ``tasks.services``.
 
 from __future__ import annotations
 
+from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 
 from beeos_console.mirror.models import Projected
+from beeos_console.mirror.search import search_vector
 
 from . import states
 
@@ -86,6 +88,12 @@ class Task(Projected):
                 fields=["context_id"], name="task_context_idx", opclasses=["varchar_pattern_ops"]
             ),
             models.Index(fields=["channel_id"], name="task_channel_idx"),
+            # The search box: id fragments anywhere in the id (ILIKE '%…%'), error text.
+            GinIndex(fields=["task_id"], name="task_id_trgm_idx", opclasses=["gin_trgm_ops"]),
+            GinIndex(
+                fields=["context_id"], name="task_context_trgm_idx", opclasses=["gin_trgm_ops"]
+            ),
+            GinIndex(search_vector("error"), name="task_error_fts_idx"),
             models.Index(
                 fields=["resync_requested_at"],
                 name="task_resync_idx",
@@ -184,6 +192,9 @@ class Message(Projected):
             models.Index(fields=["state", "-created_at"], name="message_state_idx"),
             models.Index(fields=["stop_reason", "-created_at"], name="message_stop_reason_idx"),
             models.Index(fields=["type", "-created_at"], name="message_type_idx"),
+            # The search box: id fragments anywhere in the id, words of the body.
+            GinIndex(fields=["message_id"], name="message_id_trgm_idx", opclasses=["gin_trgm_ops"]),
+            GinIndex(search_vector("body"), name="message_body_fts_idx"),
         ]
 
     def __str__(self) -> str:

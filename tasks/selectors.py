@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from django.db.models import F
 from django.db.models.fields.tuple_lookups import Tuple, TupleLessThan
 
-from beeos_console.core.pagination import BadCursor, decode_cursor, encode_cursor
+from beeos_console.core.pagination import decode_cursor, encode_cursor
 
 from . import states
 from .models import Artifact, Message, Task
@@ -31,16 +31,14 @@ def timeline(task: Task, *, before: str | None = None, limit: int = 100) -> Time
     """The newest ``limit`` messages of a task, oldest first; older ones on request.
 
     One query whatever the length of the conversation ("load earlier" pages
-    back with a keyset cursor on (created_at, id)).
+    back with a keyset cursor on (created_at, id)); a cursor we did not make
+    raises ``BadCursor``.
     """
     qs = Message.objects.filter(task=task).exclude(created_at__isnull=True)
     if before:
-        try:
-            value, pk = decode_cursor(before)
-        except BadCursor:
-            value = None
-        if value is not None:
-            qs = qs.filter(TupleLessThan(Tuple(F("created_at"), F("id")), (value, pk)))
+        # BadCursor (forged or garbled) is the caller's to answer.
+        value, pk = decode_cursor(before, Message._meta.get_field("created_at"))
+        qs = qs.filter(TupleLessThan(Tuple(F("created_at"), F("id")), (value, pk)))
     rows = list(qs.order_by("-created_at", "-id")[: limit + 1])
     more = len(rows) > limit
     rows = rows[:limit]

@@ -89,16 +89,14 @@ class TaskTable(Table):
         updated = self.base_columns["created_at"].render(value, task, self)
         if not (self.operator and task.is_cancellable):
             return updated
-        detail = url_for(self, "tasks:detail")(task.task_id)
-        cancel = url_for(self, "tasks:cancel")(task.task_id)
+        detail = url_for(self, "tasks:detail")(task.task_id, protocol=task.protocol)
+        cancel = url_for(self, "tasks:cancel")(task.task_id, protocol=task.protocol, row=1)
         return format_html(
-            '{} <a class="small" href="{}?protocol={}#cancel" hx-get="{}?protocol={}&amp;row=1"'
+            '{} <a class="small" href="{}#cancel" hx-get="{}"'
             ' hx-target="closest tr" hx-swap="afterend" title="Cancel this task">Cancel…</a>',
             updated,
             detail,
-            task.protocol,
             cancel,
-            task.protocol,
         )
 
 
@@ -137,11 +135,10 @@ class MessageTable(Table):
                 '<span class="muted" title="conversation {}">not mirrored</span>',
                 m.conversation_id,
             )
-        detail = url_for(self, "tasks:detail")(task.task_id)
+        detail = url_for(self, "tasks:detail")(task.task_id, protocol=task.protocol)
         return format_html(
-            '<a href="{}?protocol={}#m-{}"><code>{}</code></a>',
+            '<a href="{}#m-{}"><code>{}</code></a>',
             detail,
-            task.protocol,
             m.pk,
             truncate(task.task_id, 24),
         )

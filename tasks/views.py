@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from django.contrib import messages
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from beeos_console.auditlog.selectors import audit_trail
@@ -14,7 +14,9 @@ from beeos_console.cancels import views as cancel_views
 from beeos_console.cancels.engine import InvalidCancel, new_idempotency_key
 from beeos_console.cancels.selectors import last_cancel_request
 from beeos_console.core import roles
+from beeos_console.core.links import object_url
 from beeos_console.core.listing import KeysetListView
+from beeos_console.core.pagination import BadCursor
 from beeos_console.core.permissions import RoleRequiredMixin, role_required
 from tasks.filtersets import TASK_SORTS, MessageFilterSet, TaskFilterSet
 from tasks.forms import MessageFilterForm, TaskFilterForm
@@ -61,7 +63,14 @@ def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
         return render(request, "tasks/choose.html", {"task_id": task_id, "tasks": candidates})
     task = candidates[0]
     projection = task.expected_projection
-    timeline = selectors.timeline(task, before=request.GET.get("before"), limit=TIMELINE_PAGE)
+    status = 200
+    try:
+        timeline = selectors.timeline(task, before=request.GET.get("before"), limit=TIMELINE_PAGE)
+    except BadCursor as exc:
+        # A forged or garbled "load earlier" link: say so (400), show the latest messages.
+        messages.warning(request, str(exc))
+        timeline = selectors.timeline(task, limit=TIMELINE_PAGE)
+        status = 400
     context = {
         "task": task,
         "projection": projection,
@@ -75,17 +84,32 @@ def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
         "trail": audit_trail("task", task.task_id),
     }
     if getattr(request, "htmx", None) and request.htmx.target == "timeline":
-        return render(request, "tasks/_timeline.html", context)
-    return render(request, "tasks/detail.html", context)
+        return render(request, "tasks/_timeline.html", context, status=status)
+    return render(request, "tasks/detail.html", context, status=status)
 
 
 @require_http_methods(["GET", "POST"])
-@role_required(roles.OPERATOR)
+@role_required(roles.SUPPORT)
 def cancel_task_view(request: HttpRequest, task_id: str) -> HttpResponse:
+    """``tasks/<id>/cancel/``: the cancel of ``<id>`` — or the page of the task ``<id>/cancel``.
+
+    Ids may hold ``/`` (``%2F`` in links, decoded by the server), so the detail
+    URL of an id ending in ``/cancel`` reads as this route: a plain GET (not the
+    htmx inline row) shows that task when it exists. A POST always cancels.
+    """
+    if request.method == "GET" and request.GET.get("row") != "1":
+        whole = f"{task_id}/cancel"
+        if selectors.tasks_by_id(whole, protocol=request.GET.get("protocol")):
+            return task_detail(request, whole)
+    return _cancel_task(request, task_id)
+
+
+@role_required(roles.OPERATOR)
+def _cancel_task(request: HttpRequest, task_id: str) -> HttpResponse:
     """GET: the confirmation (an inline row under a list row with htmx); POST: cancel."""
     protocol = request.POST.get("protocol") or request.GET.get("protocol") or ""
     task = get_object_or_404(Task, protocol=protocol, task_id=task_id)
-    detail_url = f"{reverse('tasks:detail', args=[task.task_id])}?protocol={task.protocol}"
+    detail_url = object_url("tasks:detail", task.task_id, protocol=task.protocol)
     in_row = request.GET.get("row") == "1" and getattr(request, "htmx", None)
     if request.method == "GET":
         if not in_row:

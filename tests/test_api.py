@@ -339,7 +339,7 @@ class TestHostileInput:
         results = response.json()["results"]
         assert [r["result"] for r in results] == ["rejected", "rejected", "created", "created"]
         assert "surrogate" in results[0]["errors"]["agent_id"][0]
-        assert "surrogate" in results[1]["errors"]["data"][0]
+        assert "surrogate" in results[1]["errors"]["content.text"][0]
         # A proper pair is one character, stored as such.
         assert Task.objects.get(task_id="tsk_pair").agent_id == "agt_\U0001f600"
 

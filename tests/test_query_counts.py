@@ -56,6 +56,11 @@ VIEWS = {
     "operations:list": "/operations/?raw_status=outcome_unknown&raw_status=running",
     "operations:detail": None,
     "audit:log": "/audit/log/",
+    # The search box: id fragments (every group), words (full text), the dropdown, the API.
+    "search:fragment": "/search/?q=Qm8ZpL2x",
+    "search:text": "/search/?q=reply",
+    "search:htmx": "/search/?q=Qm8ZpL2x",
+    "search:api": "/api/v1/search/?q=reply",
 }
 
 

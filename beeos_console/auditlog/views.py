@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import json
 from typing import Any
 
@@ -15,6 +14,7 @@ from beeos_console.auditlog.forms import AuditEntryFilterForm
 from beeos_console.auditlog.models import AuditEntry
 from beeos_console.auditlog.tables import AuditEntryTable
 from beeos_console.core import roles
+from beeos_console.core.exports import csv_writer
 from beeos_console.core.listing import KeysetListView
 from beeos_console.core.permissions import RoleRequiredMixin, role_required
 
@@ -38,7 +38,7 @@ class AuditLogView(RoleRequiredMixin, KeysetListView):
 
 
 class _Echo:
-    """A file-like object whose write returns the line: csv.writer feeds a stream."""
+    """A file-like object whose write returns the line: the CSV writer feeds a stream."""
 
     def write(self, value: str) -> str:
         return value
@@ -68,7 +68,7 @@ def audit_log_csv(request: HttpRequest) -> HttpResponse:
             status=400,
             content_type="text/plain",
         )
-    writer = csv.writer(_Echo())
+    writer = csv_writer(_Echo())
 
     def rows() -> Any:
         yield writer.writerow(CSV_HEADER)

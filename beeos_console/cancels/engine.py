@@ -32,6 +32,7 @@ from beeos_console.cancels import gateways
 from beeos_console.cancels.gateways import Gateway, GatewayAnswer
 from beeos_console.cancels.models import CancelRequest
 from beeos_console.mirror import registry
+from beeos_console.mirror.edge import unstorable
 
 logger = logging.getLogger(__name__)
 
@@ -187,6 +188,10 @@ def clean_reason(reason: Any) -> str:
         raise InvalidCancel("A reason is required: say why this is being cancelled.")
     if len(reason) > MAX_REASON:
         raise InvalidCancel(f"The reason is too long ({len(reason)} > {MAX_REASON} characters).")
+    if unstorable(reason):
+        raise InvalidCancel(
+            "The reason contains a NUL character or an unpaired surrogate; write it as plain text."
+        )
     return reason.strip()
 
 

@@ -6,6 +6,7 @@ Generic over the mirrored kinds: a page names its object by kind + ids.
 from __future__ import annotations
 
 from beeos_console.cancels.models import BulkCancel, CancelRequest
+from beeos_console.core.pagination import KeysetPage, paginate
 
 BULK_ITEM_ROWS = 1000
 
@@ -50,3 +51,22 @@ def bulk_items(bulk: BulkCancel, *, limit: int = BULK_ITEM_ROWS) -> list[CancelR
         .order_by("id")
         .only("object_id", "protocol", "result", "message", "state", "finished_at")[:limit]
     )
+
+
+BULK_JOB_PAGE = 50
+
+
+def bulk_jobs(*, after: str | None = None) -> KeysetPage:
+    """Every bulk cancel job, newest first, one keyset page at a time."""
+    jobs = BulkCancel.objects.only(
+        "object_kind",
+        "requested_by",
+        "reason",
+        "state",
+        "total",
+        "done",
+        "counts",
+        "created_at",
+        "finished_at",
+    )
+    return paginate(jobs, "created_at", after=after, page_size=BULK_JOB_PAGE)

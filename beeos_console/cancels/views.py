@@ -14,12 +14,14 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
+from beeos_console.auditlog.selectors import audit_trail
 from beeos_console.auditlog.services import Actor
 from beeos_console.cancels import bulk
 from beeos_console.cancels.engine import new_idempotency_key
 from beeos_console.cancels.models import BulkCancel
-from beeos_console.cancels.selectors import bulk_items
+from beeos_console.cancels.selectors import bulk_items, bulk_jobs
 from beeos_console.core import roles
+from beeos_console.core.pagination import BadCursor
 from beeos_console.core.permissions import role_required
 from beeos_console.mirror import registry
 from beeos_console.mirror.registry import MirroredKind
@@ -28,11 +30,16 @@ from beeos_console.mirror.registry import MirroredKind
 def respond(request: HttpRequest, outcome: Any, *, detail_url: str, fragment: str) -> HttpResponse:
     style = outcome.kind.style
     if getattr(request, "htmx", None):
+        request_row = outcome.request
         context = {
             "outcome": outcome,
             "style": style,
             "detail_url": detail_url,
             "idempotency_key": new_idempotency_key(),
+            # The audit trail on the page refreshes with the answer (out of band).
+            "trail": audit_trail(request_row.object_kind, request_row.object_id)
+            if request_row is not None
+            else None,
         }
         return render(request, fragment, context)
     level = {"success": messages.SUCCESS, "warning": messages.WARNING, "error": messages.ERROR}
@@ -82,6 +89,11 @@ def bulk_cancel_view(request: HttpRequest, kind: str) -> HttpResponse:
     if mirrored is None:
         raise Http404
     data = request.POST if request.method == "POST" else request.GET
+    if data.get("scope") == "selected" and not [p for p in data.getlist("pick") if p]:
+        # Nothing ticked: say so rather than open an empty preview.
+        list_url = f"{reverse(mirrored.list_url_name)}?{data.get('query', '')}"
+        context = {"kind": kind, "list_url": list_url}
+        return render(request, "console/bulk_nothing_selected.html", context, status=400)
     selection_qs, query = _selection(request, mirrored, data)
     selection = bulk.preview(kind, selection_qs)
     context: dict[str, Any] = {
@@ -128,3 +140,13 @@ def bulk_detail_view(request: HttpRequest, pk: int) -> HttpResponse:
     if getattr(request, "htmx", None) and request.htmx.target == "bulk-progress":
         return render(request, "console/_bulk_progress.html", context)
     return render(request, "console/bulk_detail.html", context)
+
+
+@role_required(roles.OPERATOR)
+def bulk_list_view(request: HttpRequest) -> HttpResponse:
+    """Every bulk cancel job with its progress and its report."""
+    try:
+        page = bulk_jobs(after=request.GET.get("after") or None)
+    except BadCursor:
+        return render(request, "console/bulk_list.html", {"page": None}, status=400)
+    return render(request, "console/bulk_list.html", {"page": page})

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.db.models import QuerySet
-from rest_framework import permissions
-from rest_framework.exceptions import ValidationError
+from rest_framework import permissions, status
+from rest_framework.exceptions import APIException, ParseError, ValidationError
 from rest_framework.pagination import BasePagination
+from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.utils.urls import remove_query_param, replace_query_param
 
-from beeos_console.core import roles
+from beeos_console.core import jsonbody, roles
 from beeos_console.core.pagination import PAGE_SIZE, BadCursor, paginate
 from beeos_console.core.permissions import ROLE_WORDS
 
@@ -44,6 +46,62 @@ class IsAdmin(HasRole):
 
 class IsFeeder(HasRole):
     role = roles.FEEDER
+
+
+# Any storable id (DESIGN.md, Storage rules: ``/``, ``.``, any letter, up to 256
+# characters). Links percent-encode it as one segment; the server decodes ``%2F``
+# to ``/`` before routing, so the lookup takes everything up to the route's own
+# ending — lazily: ``tasks/a/`` is the id ``a``, ``tasks/a%2F/`` the id ``a/``.
+ID_LOOKUP = ".+?"
+
+
+class IdLookupMixin:
+    """A viewset whose detail and detail actions reach every storable id (``ID_LOOKUP``)."""
+
+    lookup_value_regex = ID_LOOKUP
+    # Handlers that answer GET on an action's route with the detail of ``<id>/<action>``.
+    suffix_detail_handlers: tuple[str, ...] = ()
+
+    def get_permissions(self) -> list[Any]:
+        # The action's own permission (e.g. operator for cancel) is for its POST.
+        if getattr(self, "action", None) in self.suffix_detail_handlers:
+            return [permission() for permission in type(self).permission_classes]
+        return super().get_permissions()  # type: ignore[misc]
+
+    def retrieve_ending_in(self, request: Request, suffix: str) -> Response:
+        """GET ``…/<id>/<suffix>``: the object whose id is ``<id>/<suffix>``."""
+        self.action = "retrieve"
+        lookup = self.lookup_url_kwarg or self.lookup_field  # type: ignore[attr-defined]
+        self.kwargs[lookup] = f"{self.kwargs[lookup]}/{suffix}"  # type: ignore[attr-defined]
+        return self.retrieve(request)  # type: ignore[attr-defined]
+
+
+class PayloadTooLarge(APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_detail = "The request body is too large."
+    default_code = "payload_too_large"
+
+
+class JSONBodyParser(JSONParser):
+    """DRF's JSON bodies through ``core.jsonbody``: at most ``DATA_UPLOAD_MAX_MEMORY_SIZE``
+    bytes (413 above), nesting bounded, every malformed body a 400 — never a 5xx."""
+
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        if stream is None:
+            body = b""
+        elif limit is None:
+            body = stream.read()
+        else:
+            body = stream.read(limit + 1)
+            if len(body) > limit:
+                raise PayloadTooLarge(
+                    f"The body is over {limit} bytes; at most {limit} are accepted."
+                )
+        try:
+            return jsonbody.loads(body)
+        except jsonbody.BadJSON as exc:
+            raise ParseError(f"JSON parse error - {exc}") from exc
 
 
 class KeysetPagination(BasePagination):

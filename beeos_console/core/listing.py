@@ -110,8 +110,10 @@ class KeysetListView(View):
                 before=request.GET.get("before") or None,
             )
         except BadCursor as exc:
+            # A forged or stale cursor: say so (400), and show the first page.
             messages.warning(request, str(exc))
             page = paginate(queryset, sort_field)
+            status = 400
         context = self.get_context_data(
             title=self.title,
             filterset=filterset,

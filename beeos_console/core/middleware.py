@@ -1,4 +1,4 @@
-"""Response headers every page gets, and idle sessions ending."""
+"""Response headers every page gets, idle sessions ending, and JSON errors under /api/."""
 
 from __future__ import annotations
 
@@ -8,8 +8,11 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import logout
-from django.http import HttpRequest, HttpResponse
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.utils.cache import add_never_cache_headers
+from django.views.defaults import bad_request
+from rest_framework.response import Response as DRFResponse
 
 # When the session was last seen active (epoch seconds), stamped at login.
 LAST_SEEN_KEY = "_console_last_seen"
@@ -82,3 +85,109 @@ def stamp_login(sender: Any, request: HttpRequest | None = None, **kwargs: Any) 
     session = getattr(request, "session", None)
     if session is not None:
         session[LAST_SEEN_KEY] = int(time.time())
+
+
+API_PREFIX = "/api/"
+# HTML pages under /api/ (Swagger UI): their errors stay pages.
+API_HTML_PREFIXES = ("/api/docs/",)
+API_ERROR_DETAIL = {
+    400: "Bad request.",
+    403: "You do not have permission to perform this action.",
+    404: "Not found.",
+    405: "Method not allowed.",
+    413: "The request body is too large.",
+    500: "Server error.",
+}
+
+
+def is_api_request(request: HttpRequest) -> bool:
+    path = request.path_info
+    return path.startswith(API_PREFIX) and not path.startswith(API_HTML_PREFIXES)
+
+
+class ApiErrorsMiddleware:
+    """Every error answer under ``/api/`` is JSON, whoever produced it.
+
+    First in ``MIDDLEWARE``: it also sees the answers Django itself makes before
+    or around a view — a disallowed host, a suspicious operation, a malformed
+    multipart body, an unknown URL, a crash (``handler500``) — and turns any
+    non-JSON error into ``{"detail": …}`` with the same status. DRF's own answers
+    are left as DRF rendered them. A body over ``DATA_UPLOAD_MAX_MEMORY_SIZE``
+    (Django's ``RequestDataTooBig``, a 400 elsewhere) is a 413 here.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if (
+            response.status_code >= 400
+            and is_api_request(request)
+            and not isinstance(response, DRFResponse)
+            and not response.get("Content-Type", "").startswith("application/json")
+        ):
+            return _as_json(response)
+        return response
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if isinstance(exception, RequestDataTooBig):
+            return too_large(request, exception)
+        return None
+
+
+def too_large(request: HttpRequest, exception: RequestDataTooBig) -> HttpResponse:
+    """A body over ``DATA_UPLOAD_MAX_MEMORY_SIZE``: 413 (JSON) under /api/, else the 400 page."""
+    if is_api_request(request):
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        return JsonResponse(
+            {"detail": f"The request body is too large: at most {limit} bytes."}, status=413
+        )
+    return bad_request(request, exception)
+
+
+def _as_json(response: HttpResponse) -> JsonResponse:
+    status = response.status_code
+    detail = API_ERROR_DETAIL.get(status) or f"{response.reason_phrase}."
+    answer = JsonResponse({"detail": detail}, status=status)
+    for header, value in response.items():
+        if header.lower() not in ("content-type", "content-length"):
+            answer[header] = value
+    answer.cookies = response.cookies
+    return answer
+
+
+FORM_CONTENT_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+
+
+class NulParametersMiddleware:
+    """A NUL character in the path, a query parameter or a form field: 400.
+
+    PostgreSQL can neither store nor compare text holding NUL, and no console
+    id, filter or form value may contain one; refusing it here, once, keeps it
+    from every lookup a view makes (``?protocol=``, a picked id, a path id).
+    JSON bodies are checked where they are parsed (``core.jsonbody`` and the
+    mirror's edge validation).
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        form = request.method == "POST" and request.content_type in FORM_CONTENT_TYPES
+        try:
+            if form:
+                # Read (and keep) the raw body first: a view that verifies it (the
+                # webhook's signature) can still read it after the form is parsed.
+                request.body  # noqa: B018
+            nul = "\x00" in request.path_info or _has_nul(request.GET)
+            nul = nul or (form and _has_nul(request.POST))
+        except RequestDataTooBig as exc:
+            return too_large(request, exc)
+        if nul:
+            return bad_request(request, ValueError("NUL character in the request"))
+        return self.get_response(request)
+
+
+def _has_nul(params: QueryDict) -> bool:
+    return any("\x00" in key or any("\x00" in v for v in values) for key, values in params.lists())

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from django.db import models
 from django.db.models import F, QuerySet
 
 # Django's own row-value lookups (used for composite primary keys). On
@@ -29,6 +30,13 @@ class BadCursor(ValueError):
     """A cursor that was not made by us (or by this version of us)."""
 
 
+BAD_CURSOR_MESSAGE = "This page link is not valid any more; showing the first page."
+# Longest cursor we ever make: a 256-character string key, its id, base64.
+CURSOR_MAX = 2048
+PK_MAX = 2**63 - 1  # bigint
+_KINDS = {"t": models.DateTimeField, "d": models.DecimalField, "s": models.CharField}
+
+
 def encode_cursor(value: Any, pk: int) -> str:
     if isinstance(value, dt.datetime):
         raw = ["t", value.isoformat(), pk]
@@ -39,21 +47,48 @@ def encode_cursor(value: Any, pk: int) -> str:
     return base64.urlsafe_b64encode(json.dumps(raw).encode()).decode().rstrip("=")
 
 
-def decode_cursor(cursor: str) -> tuple[Any, int]:
+def decode_cursor(cursor: str, field: models.Field | None = None) -> tuple[Any, int]:
+    """(sort value, pk) of a cursor ``encode_cursor`` made; ``BadCursor`` for anything else.
+
+    With ``field`` (the sort column), the value must also be of that column's
+    type: a forged cursor never reaches the database as a mismatched or
+    out-of-range comparison.
+    """
     try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        kind, value, pk = json.loads(base64.urlsafe_b64decode(padded.encode()))
-        if not isinstance(pk, int):
-            raise TypeError
-        if kind == "t":
-            return dt.datetime.fromisoformat(value), pk
-        if kind == "d":
-            return Decimal(value), pk
-        if kind == "s" and isinstance(value, str):
-            return value, pk
-    except (ValueError, TypeError, json.JSONDecodeError) as exc:
-        raise BadCursor("This page link is not valid any more; showing the first page.") from exc
-    raise BadCursor("This page link is not valid any more; showing the first page.")
+        value, pk = _decode(cursor, field)
+    except (ValueError, TypeError, ArithmeticError, RecursionError) as exc:
+        raise BadCursor(BAD_CURSOR_MESSAGE) from exc
+    return value, pk
+
+
+def _decode(cursor: str, field: models.Field | None) -> tuple[Any, int]:
+    if not isinstance(cursor, str) or len(cursor) > CURSOR_MAX:
+        raise ValueError("cursor too long")
+    padded = cursor + "=" * (-len(cursor) % 4)
+    raw = json.loads(base64.urlsafe_b64decode(padded.encode("ascii")))
+    if not isinstance(raw, list) or len(raw) != 3:
+        raise ValueError("not a cursor")
+    kind, value, pk = raw
+    if type(pk) is not int or not 0 < pk <= PK_MAX or not isinstance(value, str):
+        raise ValueError("not a cursor")
+    expected = _KINDS.get(kind)
+    if expected is None or (field is not None and not isinstance(field, expected)):
+        raise ValueError("cursor of another column")
+    if kind == "t":
+        parsed = dt.datetime.fromisoformat(value)
+        if parsed.tzinfo is None:
+            raise ValueError("naive timestamp")
+        return parsed, pk
+    if kind == "d":
+        number = Decimal(value)
+        if not number.is_finite() or abs(number.adjusted()) > 40:
+            raise ValueError("number out of range")
+        return number, pk
+    if "\x00" in value or (
+        field is not None and field.max_length and len(value) > field.max_length
+    ):
+        raise ValueError("string the column cannot hold")
+    return value, pk
 
 
 @dataclass
@@ -84,8 +119,9 @@ def paginate(
     before it (newer rows). ``sort_field`` must never be NULL.
     """
     key = Tuple(F(sort_field), F("pk"))
+    field = queryset.model._meta.get_field(sort_field)
     if before:
-        value, pk = decode_cursor(before)
+        value, pk = decode_cursor(before, field)
         rows = list(
             queryset.filter(TupleGreaterThan(key, (value, pk))).order_by(sort_field, "pk")[
                 : page_size + 1
@@ -96,7 +132,7 @@ def paginate(
         has_prev, has_next = has_more_newer, True
     else:
         if after:
-            value, pk = decode_cursor(after)
+            value, pk = decode_cursor(after, field)
             queryset_page = queryset.filter(TupleLessThan(key, (value, pk)))
         else:
             queryset_page = queryset

@@ -8,11 +8,10 @@ from typing import Any
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
-from django.utils.http import urlencode
 from django.utils.safestring import SafeString
 
 from beeos_console.core.tables import AgeColumn, CodeColumn, Column, Table, age, truncate
-from beeos_console.mirror.columns import IdColumn, RawColumn, StatusColumn
+from beeos_console.mirror.columns import IdColumn, RawColumn, StatusColumn, url_for
 
 
 class TaskCountTable(Table):
@@ -104,9 +103,9 @@ class UncertainCancelTable(Table):
 
     def render_object(self, value: str, c: Any) -> SafeString:
         if c.object_kind == "task":
-            href = reverse("tasks:detail", args=[value]) + "?" + urlencode({"protocol": c.protocol})
+            href = url_for(self, "tasks:detail")(value, protocol=c.protocol)
         else:
-            href = reverse("operations:detail", args=[value])
+            href = url_for(self, "operations:detail")(value)
         return format_html('<a href="{}"><code>{}</code></a>', href, truncate(value, 36))
 
     def render_kind(self, value: str, c: Any) -> SafeString:

@@ -13,7 +13,6 @@ own transaction, so the answers do not depend on which path wrote them.
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
@@ -26,6 +25,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from beeos_console.auditlog.services import Actor
+from beeos_console.core import jsonbody
 from beeos_console.core.api import IsFeeder
 from beeos_console.ingest.services import ingest_records, record_kinds
 from beeos_console.mirror.edge import Outcome
@@ -109,8 +109,8 @@ class IngestView(APIView):
         if len(body) > max_bytes:
             return _too_large(f"The body is {len(body)} bytes; at most {max_bytes} are accepted.")
         try:
-            payload = json.loads(body or b"null")
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            payload = jsonbody.loads(body or b"null")
+        except jsonbody.BadJSON as exc:
             return Response(
                 {"detail": f"Malformed JSON: {exc}"}, status=status.HTTP_400_BAD_REQUEST
             )

@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
-from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from beeos_console.core.links import ObjectUrl
 from beeos_console.core.tables import (
     AgeColumn,
     Column,
@@ -41,10 +41,6 @@ __all__ = [
     "url_for",
 ]
 
-# The characters ``reverse()`` leaves unquoted in a path argument (RFC 3986 pchar).
-_PATH_SAFE = "!$&'()*+,;=/~:@"
-_SLOT = "0ID0SLOT0"
-
 
 def badge(status: str) -> SafeString:
     """Text plus colour, never colour alone; unknown values still render."""
@@ -63,22 +59,11 @@ def raw(value: object) -> SafeString:
     return format_html('<code class="raw">{}</code>', value)
 
 
-def path_arg(value: str) -> str:
-    """``value`` quoted as ``reverse()`` quotes a ``<path:…>`` argument."""
-    return quote(value, safe=_PATH_SAFE)
+class UrlFor(ObjectUrl):
+    """``object_url(name, value)`` (``beeos_console.core.links``) for many rows.
 
-
-class UrlFor:
-    """``reverse(name, args=[value])`` for many values at the cost of one ``reverse``.
-
-    For URL patterns with one ``<path:…>`` argument (ids may hold slashes).
+    The id is one percent-encoded path segment (``/``, ``?``, ``#`` included).
     """
-
-    def __init__(self, name: str) -> None:
-        self.pattern = reverse(name, args=[_SLOT])
-
-    def __call__(self, value: str) -> str:
-        return self.pattern.replace(_SLOT, path_arg(value), 1)
 
 
 def url_for(table: Table, name: str) -> UrlFor:

@@ -11,15 +11,19 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import StrEnum
 from typing import Any
 
+from django.conf import settings
 from django.utils.dateparse import parse_datetime
 
 ID_MAX = 256
+# Free text: a message body, a part's text, an error message, a cancel reason.
+TEXT_MAX = 1_000_000
 _DECIMAL_STRING = re.compile(r"0|[1-9][0-9]{0,19}")
 # NUL and lone UTF-16 surrogates (JSON's "\ud800" escape parses to one): PostgreSQL
 # stores neither in text or jsonb, so such a value is refused at the edge.
@@ -28,6 +32,11 @@ _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 # Characters that make an id display as something else: bidi overrides and
 # isolates (U+202A–U+202E, U+2066–U+2069) and zero-width ones.
 _DECEPTIVE = re.compile("[\u202a-\u202e\u2066-\u2069\u200b-\u200f\u2060\ufeff]")
+
+
+def unstorable(value: str) -> bool:
+    """True when PostgreSQL cannot store ``value`` as text (a NUL, a lone surrogate)."""
+    return _UNSTORABLE.search(value) is not None
 
 
 def id_problem(value: str) -> str | None:
@@ -82,10 +91,20 @@ class Reader:
         if not isinstance(self.data, dict):
             self.fail("", "must be a JSON object")
             self.data = {}
+        elif not self.prefix:
+            # A whole wire object: every value in it, however deep, is checked
+            # once here (``payload_problems``) before any field is read.
+            for name, messages in payload_problems(self.data).items():
+                for message in messages:
+                    self.errors.setdefault(name, [])
+                    if message not in self.errors[name]:
+                        self.errors[name].append(message)
 
     def fail(self, key: str, message: str) -> None:
         name = f"{self.prefix}{key}" if key else (self.prefix.rstrip(".") or "data")
-        self.errors.setdefault(name, []).append(message)
+        messages = self.errors.setdefault(name, [])
+        if message not in messages:  # the payload walk may have said it already
+            messages.append(message)
 
     def child(self, key: str, *, required: bool = False) -> Reader | None:
         value = self.data.get(key)
@@ -108,7 +127,7 @@ class Reader:
         if required and not value.strip():
             self.fail(key, "must not be empty")
         if len(value) > max_length:
-            self.fail(key, f"is {len(value)} characters long; at most {max_length} are allowed")
+            self.fail(key, _too_long(len(value), max_length))
             return ""
         if _UNSTORABLE.search(value):
             self.fail(key, _UNSTORABLE_MESSAGE)
@@ -125,7 +144,7 @@ class Reader:
         return value
 
     def text(self, key: str) -> str:
-        return self.str(key, max_length=1_000_000)
+        return self.str(key, max_length=TEXT_MAX)
 
     def datetime(self, key: str, *, required: bool = False) -> dt.datetime | None:
         value = self.data.get(key)
@@ -212,13 +231,15 @@ def digest(payload: Any) -> str:
 def json_safe(payload: Any) -> Any:
     """The payload as it will be stored in a JSONField (round-tripped once).
 
-    PostgreSQL cannot store NUL in text or jsonb: refuse such a snapshot
-    whole, with a clear error, instead of failing half-way through a write.
+    Checked first with ``payload_problems``: a value PostgreSQL would refuse
+    (NUL, a lone surrogate, a non-finite number) or that is out of bounds
+    refuses the snapshot whole, with field errors naming each path, instead of
+    failing half-way through a write.
     """
-    safe = json.loads(json.dumps(payload, default=str))
-    if _unstorable(safe):
-        raise IngestError({"data": [_UNSTORABLE_MESSAGE]})
-    return safe
+    problems = payload_problems(payload)
+    if problems:
+        raise IngestError(problems)
+    return json.loads(json.dumps(payload, default=str))
 
 
 _UNSTORABLE_MESSAGE = (
@@ -226,32 +247,141 @@ _UNSTORABLE_MESSAGE = (
     "which cannot be stored"
 )
 
+# --- the payload walk: one set of limits for every value a snapshot carries --------
 
-def _unstorable(value: Any) -> bool:
-    if isinstance(value, str):
-        return _UNSTORABLE.search(value) is not None
-    if isinstance(value, dict):
-        return any(_unstorable(k) or _unstorable(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_unstorable(v) for v in value)
-    return False
+# Deepest nesting within one record (a request body allows 64 levels in all:
+# ``beeos_console.core.jsonbody``); most items in one array or object.
+DEPTH_MAX = 32
+ITEMS_MAX = 10_000
+KEY_MAX = 256
+URI_MAX = 8192
+# A file part's base64 content: bounded by the request body cap, not here.
+BYTES_MAX = 16 * 1024 * 1024
+# Errors listed per record; the rest are counted.
+PROBLEMS_MAX = 20
+# Strings under these keys are names: ids, roles, states, types, codes, MIME types.
+_NAME_KEYS = frozenset(
+    ("id", "name", "role", "kind", "type", "state", "method", "code", "mimetype", "mime_type")
+)
 
 
-# Upstream clocks may run a little ahead; a stamp beyond this is not trusted for ordering.
-MAX_CLOCK_SKEW = dt.timedelta(minutes=5)
+def string_limit(key: str | None) -> int:
+    """The longest string stored under ``key`` (the kind of field it is)."""
+    if key is None:
+        return TEXT_MAX
+    lowered = key.lower()
+    if lowered in _NAME_KEYS or lowered.endswith("_id") or key.endswith("Id"):
+        return ID_MAX
+    if lowered.endswith(("uri", "url", "href")):
+        return URI_MAX
+    if lowered == "bytes":
+        return BYTES_MAX
+    return TEXT_MAX
+
+
+def _too_long(length: int, limit: int) -> str:
+    return f"is {length} characters long; at most {limit} are allowed"
+
+
+def payload_problems(payload: Any) -> dict[str, list[str]]:
+    """What in ``payload`` cannot be stored, by path (``history[3].parts[0].text``).
+
+    One walk over the whole JSON value with one set of limits: string length
+    by kind of field (``string_limit``), NUL and lone surrogates anywhere
+    (keys included), non-finite numbers, array and object sizes, and depth.
+    """
+    problems: dict[str, list[str]] = {}
+    found = 0
+
+    def problem(path: str, message: str) -> None:
+        nonlocal found
+        found += 1
+        if found <= PROBLEMS_MAX:
+            problems.setdefault(path or "data", []).append(message)
+
+    def walk(value: Any, path: str, key: str | None, depth: int) -> None:
+        if isinstance(value, str):
+            limit = string_limit(key)
+            if len(value) > limit:
+                problem(path, _too_long(len(value), limit))
+            elif _UNSTORABLE.search(value):
+                problem(path, _UNSTORABLE_MESSAGE)
+        elif isinstance(value, float):
+            if not math.isfinite(value):
+                problem(path, "is not a finite number (out of range), which cannot be stored")
+        elif isinstance(value, dict | list):
+            if depth >= DEPTH_MAX:
+                problem(path, f"nests more than {DEPTH_MAX} levels deep")
+                return
+            if len(value) > ITEMS_MAX:
+                problem(path, f"has {len(value)} items; at most {ITEMS_MAX} are allowed")
+                return
+            if isinstance(value, list):
+                for index, item in enumerate(value):
+                    walk(item, f"{path}[{index}]", key, depth + 1)
+                return
+            for name, item in value.items():
+                name = str(name)
+                if len(name) > KEY_MAX:
+                    problem(path, f"has a key {len(name)} characters long; at most {KEY_MAX}")
+                elif _UNSTORABLE.search(name):
+                    problem(path, f"has a key that {_UNSTORABLE_MESSAGE}")
+                else:
+                    walk(item, f"{path}.{name}" if path else name, name, depth + 1)
+
+    walk(payload, "", None, 0)
+    if found > PROBLEMS_MAX:
+        problems.setdefault("data", []).append(f"… and {found - PROBLEMS_MAX} more problems")
+    return problems
+
+
+def max_clock_skew() -> dt.timedelta:
+    """How far ahead an upstream clock may run (``CONSOLE_MAX_CLOCK_SKEW``, default 5 min)."""
+    return settings.CONSOLE_MAX_CLOCK_SKEW
+
+
+def future_bound(now: dt.datetime | None = None) -> dt.datetime:
+    """now + ``CONSOLE_MAX_CLOCK_SKEW``: a stamp beyond it is not trusted for ordering."""
+    return (now or dt.datetime.now(dt.UTC)) + max_clock_skew()
+
+
+def is_future(stamp: Any, *, now: dt.datetime | None = None) -> bool:
+    """True for a timestamp beyond now + ``CONSOLE_MAX_CLOCK_SKEW`` (upstream clock skew)."""
+    return isinstance(stamp, dt.datetime) and stamp > future_bound(now)
+
+
+def clock_note(stamp: Any, *, now: dt.datetime | None = None) -> str:
+    """The producer note a stored snapshot gets when it is stamped in the future, or ""."""
+    if not is_future(stamp, now=now):
+        return ""
+    return (
+        f"stamped in the future (clock skew): updatedAt {stamp.isoformat()} is more than "
+        f"{int(max_clock_skew().total_seconds())} s ahead; stored, ordered as now + skew"
+    )
 
 
 def is_older(incoming: Any, stored: Any, *, now: dt.datetime | None = None) -> bool:
     """True when the incoming ordering key is known and older than the stored one.
 
-    A stored stamp more than ``MAX_CLOCK_SKEW`` in the future (upstream clock
-    skew) stays stored for inspection but orders nothing: otherwise it would
-    freeze the object until that time (DESIGN.md, Storage rules). The other
+    The one ordering rule by timestamp of every mirror write path (both the
+    one-record and the batch path ask ``decide_*``, which ask this).
+
+    Clock skew (DESIGN.md, Storage rules) can't freeze an object: a stamp more
+    than ``CONSOLE_MAX_CLOCK_SKEW`` in the future counts as now + skew. An
+    incoming snapshot stamped so is stored (with a producer note) and orders as
+    now + skew. A *stored* stamp beyond now + skew stays stored for inspection
+    (the projection audit lists it) but makes no snapshot stale: every real
+    stamp is earlier than now + skew, so holding it against them would freeze
+    the object until that time — the next real snapshot applies. The other
     rules (same snapshot, terminal never goes back) still apply.
     """
     if incoming is None or stored is None:
         return False
-    limit = (now or dt.datetime.now(dt.UTC)) + MAX_CLOCK_SKEW
-    if isinstance(stored, dt.datetime) and stored > limit:
+    if not isinstance(stored, dt.datetime):
+        return incoming < stored
+    bound = future_bound(now)
+    if stored > bound:
         return False
+    if isinstance(incoming, dt.datetime) and incoming > bound:
+        incoming = bound
     return incoming < stored

@@ -10,8 +10,10 @@ chunks (memory stays flat at millions of rows) and reports:
   grouped by value;
 - **broken invariants**: evidence that contradicts the projection;
 - **missing evidence**, **producer notes** (accepted values not spelled as the
-  tables write them: letter case, blanks, the other cancel spelling) and
-  **outdated versions**, reported apart: they do not fail the audit.
+  tables write them: letter case, blanks, the other cancel spelling),
+  **outdated versions** and rows **stamped in the future** (upstream clock
+  skew: ``updated_at`` beyond now + ``CONSOLE_MAX_CLOCK_SKEW``, one indexed
+  query per kind), reported apart: they do not fail the audit.
 
 Expensive evidence (the audit log's state history and recorded cancels) is read
 only for the few rows that would otherwise be findings, so a sweep over a
@@ -37,6 +39,7 @@ from django.utils import timezone
 from beeos_console.auditlog import chain
 from beeos_console.auditlog.models import AuditEntry
 from beeos_console.cancels import engine as cancel_engine
+from beeos_console.mirror.edge import future_bound
 from beeos_console.mirror.states import (
     CANCELLED,
     COMPLETED,
@@ -70,6 +73,8 @@ INFORMATIONAL = {
     "producer_note": "Producer notes: accepted values not spelled as the tables write them "
     "(letter case, blanks, the other cancel spelling)",
     "outdated_version": "Stamped by an older projection table version",
+    "future_stamp": "Stamped in the future (clock skew): updatedAt beyond now + "
+    "CONSOLE_MAX_CLOCK_SKEW; stored, ordered as now + skew (the next real snapshot applies)",
 }
 TASK_FIELDS = (
     "id",
@@ -188,11 +193,56 @@ def sweep(
     _sweep_tasks(report, progress, chunk)
     _sweep_messages(report, progress, chunk)
     _sweep_operations(report, progress, chunk)
+    _check_future_stamps(report)
     if check_audit_chain:
         # The command and the audit page's job walk the audit log's hash chain too.
         _check_audit_chain(report, progress)
     report.finished_at = timezone.now()
     return report
+
+
+def _check_future_stamps(report: AuditReport) -> None:
+    """Rows stamped beyond now + ``CONSOLE_MAX_CLOCK_SKEW`` (upstream clock skew).
+
+    ``mirror.edge.is_older`` orders such a stamp as now + skew, so they freeze
+    nothing; they are listed so someone fixes the producer's clock. One query
+    per kind on its ``updated_at`` index (tasks, operations), latest stamps
+    first; messages (no such index) are checked as the sweep streams them.
+    """
+    bound = future_bound(timezone.now())
+    # kind, model, (id, protocol, raw value) fields; an operation has no protocol.
+    kinds: tuple[tuple[str, type[Model], tuple[str, str, str]], ...] = (
+        ("task", Task, ("task_id", "protocol", "raw_state")),
+        ("operation", RuntimeOperation, ("operation_id", "method", "raw_status")),
+    )
+    for kind, model, (id_field, protocol_field, raw_field) in kinds:
+        rows = (
+            model.objects.filter(updated_at__gt=bound)
+            .order_by("-updated_at", "-id")
+            .values_list(id_field, protocol_field, raw_field, "status", "updated_at")
+        )
+        for object_id, protocol, raw, status, updated_at in rows.iterator(chunk_size=CHUNK):
+            link = {
+                "kind": kind,
+                "id": object_id,
+                "protocol": protocol if kind == "task" else kind,
+                "raw": raw,
+                "status": status,
+            }
+            report.add("future_stamp", {**link, "note": _future_note(updated_at, bound)})
+
+
+def _future_note(stamp: dt.datetime, bound: dt.datetime) -> str:
+    ahead = stamp - (bound - settings.CONSOLE_MAX_CLOCK_SKEW)
+    return f"updatedAt {stamp.isoformat()}, {_span(ahead)} ahead of the console's clock"
+
+
+def _span(delta: dt.timedelta) -> str:
+    seconds = int(delta.total_seconds())
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds // size} {unit}"
+    return f"{seconds} s"
 
 
 def _check_audit_chain(report: AuditReport, progress: Callable | None) -> None:
@@ -490,10 +540,12 @@ MESSAGE_FIELDS = (
     "retry_policy",
     "projection_rule",
     "projection_version",
+    "updated_at",
 )
 
 
 def _sweep_messages(report: AuditReport, progress: Callable | None, chunk: int) -> None:
+    bound = future_bound(timezone.now())
     for rows in chunks(Message, MESSAGE_FIELDS, chunk):
         for row in rows:
             stored = dict(zip(MESSAGE_FIELDS, row, strict=True))
@@ -512,6 +564,10 @@ def _sweep_messages(report: AuditReport, progress: Callable | None, chunk: int) 
             _check_projection(report, "message", stored, expected, link)
             if note := task_states.producer_note(task_states.MESSAGE, stored["state"]):
                 report.add("producer_note", {**link, "note": note})
+            if stored["updated_at"] is not None and stored["updated_at"] > bound:
+                report.add(
+                    "future_stamp", {**link, "note": _future_note(stored["updated_at"], bound)}
+                )
         report.scanned["messages"] += len(rows)
         if progress:
             progress(f"messages: {report.scanned['messages']:,} scanned")

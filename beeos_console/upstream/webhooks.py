@@ -10,7 +10,6 @@ truth", every event also flags its task for a re-read by ``sync_beeos``.
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
@@ -28,6 +27,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
 from beeos_console.auditlog.services import Actor
+from beeos_console.core import jsonbody
 from beeos_console.mirror.edge import IngestError, Reader, json_safe
 from tasks import states
 from tasks.models import Task, WebhookEvent
@@ -67,9 +67,9 @@ def beeos_webhook(request: HttpRequest) -> JsonResponse:
         log.warning("webhook refused: %s", exc.reason)
         return JsonResponse({"detail": str(exc), "reason": exc.reason}, status=401)
     try:
-        payload = json.loads(body)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return JsonResponse({"detail": "Malformed JSON."}, status=400)
+        payload = jsonbody.loads(body)
+    except jsonbody.BadJSON as exc:
+        return JsonResponse({"detail": f"Malformed JSON: {exc}"}, status=400)
     if not isinstance(payload, dict):
         return JsonResponse({"detail": "Expected a JSON object."}, status=400)
     try:

@@ -6,27 +6,28 @@ import functools
 
 import django_filters
 from django.db.models import QuerySet
+from drf_spectacular.utils import extend_schema
 from rest_framework import viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from beeos_console.cancels import api as cancel_api
-from beeos_console.core.api import IsOperator, IsSupport, KeysetPagination
+from beeos_console.core.api import IdLookupMixin, IsOperator, IsSupport, KeysetPagination
 from operations.api.serializers import RuntimeOperationEventSerializer, RuntimeOperationSerializer
 from operations.filtersets import OPERATION_SORTS, RuntimeOperationFilterSet
 from operations.models import RuntimeOperation, RuntimeOperationEvent
 from operations.services.cancel import cancel_operation
 
 
-class RuntimeOperationViewSet(viewsets.ReadOnlyModelViewSet):
+class RuntimeOperationViewSet(IdLookupMixin, viewsets.ReadOnlyModelViewSet):
     permission_classes = [IsSupport]
     filterset_class = RuntimeOperationFilterSet
     pagination_class = KeysetPagination
     serializer_class = RuntimeOperationSerializer
     sort_fields = OPERATION_SORTS
     lookup_field = "operation_id"
-    lookup_value_regex = "[^/]+"
+    suffix_detail_handlers = ("retrieve_cancel_suffix",)
 
     def get_queryset(self) -> QuerySet:
         return RuntimeOperation.objects.defer("raw_payload")
@@ -38,6 +39,12 @@ class RuntimeOperationViewSet(viewsets.ReadOnlyModelViewSet):
         op = self.get_object()
         cancel = functools.partial(cancel_operation, op.operation_id)
         return cancel_api.run(request, cancel, RuntimeOperationSerializer)
+
+    @extend_schema(exclude=True)
+    @cancel.mapping.get
+    def retrieve_cancel_suffix(self, request: Request, operation_id: str) -> Response:
+        """GET `operations/<id>/cancel`: the operation whose id ends in `/cancel`."""
+        return self.retrieve_ending_in(request, "cancel")
 
 
 class RuntimeOperationEventFilterSet(django_filters.FilterSet):

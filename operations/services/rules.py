@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from beeos_console.mirror.edge import Outcome
+from beeos_console.mirror.edge import Outcome, clock_note, is_older
 from beeos_console.mirror.states import Projection
 from operations import states
 from operations.models import RuntimeOperation, RuntimeOperationEvent
@@ -48,17 +48,23 @@ def state_summary(op: RuntimeOperation) -> dict[str, Any]:
 def decide_operation(
     snapshot: OperationSnapshot, op: RuntimeOperation | None
 ) -> tuple[Outcome, str]:
-    """Pure: what the storage rules make of a snapshot against the stored row."""
+    """Pure: what the storage rules make of a snapshot against the stored row.
+
+    Newer is a higher ``sequence``, then (same sequence) a later ``updatedAt``
+    by ``is_older`` (a stamp in the future, clock skew, counts as now + skew).
+    """
+    fields = snapshot.fields
     if op is None:
-        return Outcome.CREATED, ""
+        return Outcome.CREATED, clock_note(fields["updated_at"])
     if op.payload_digest == snapshot.payload_digest:
         return Outcome.UNCHANGED, ""
-    fields = snapshot.fields
-    if (fields["sequence"], fields["updated_at"]) < (op.sequence, op.updated_at):
+    if fields["sequence"] < op.sequence or (
+        fields["sequence"] == op.sequence and is_older(fields["updated_at"], op.updated_at)
+    ):
         return Outcome.STALE, "older than the stored snapshot"
     if states.is_terminal(op.raw_status) and not states.is_terminal(fields["raw_status"]):
         return Outcome.STALE, "a terminal status never goes back"
-    return Outcome.UPDATED, ""
+    return Outcome.UPDATED, clock_note(fields["updated_at"])
 
 
 def new_operation(snapshot: OperationSnapshot) -> RuntimeOperation:

@@ -37,7 +37,7 @@ def ingest_runtime_operation(data: Any, *, actor: Actor) -> IngestResult:
             RuntimeOperationEvent.objects.filter(
                 operation__isnull=True, operation_id_raw=operation_id
             ).update(operation=op)
-            return IngestResult(Outcome.CREATED, operation_id, op)
+            return IngestResult(Outcome.CREATED, operation_id, op, note)
         if outcome != Outcome.UPDATED:
             return IngestResult(outcome, operation_id, op, note)
         counted_before = (op.status, op.created_at)
@@ -48,7 +48,7 @@ def ingest_runtime_operation(data: Any, *, actor: Actor) -> IngestResult:
         counters.on_change(counters.OPERATION_RAW, raw_before, (op.raw_status[:32], op.created_at))
         if change is not None:
             auditlog.record(actor, **change)
-        return IngestResult(Outcome.UPDATED, operation_id, op)
+        return IngestResult(Outcome.UPDATED, operation_id, op, note)
 
 
 def ingest_runtime_operation_event(data: Any, *, actor: Actor) -> IngestResult:

@@ -6,6 +6,7 @@ import functools
 
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema
 from rest_framework import viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
@@ -13,22 +14,23 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from beeos_console.cancels import api as cancel_api
-from beeos_console.core.api import IsOperator, IsSupport, KeysetPagination
+from beeos_console.core.api import IdLookupMixin, IsOperator, IsSupport, KeysetPagination
 from tasks.api.serializers import MessageSerializer, TaskDetailSerializer, TaskSerializer
 from tasks.filtersets import TASK_SORTS, MessageFilterSet, TaskFilterSet
 from tasks.models import Message, Task
 from tasks.services.cancel import cancel_task
 
 
-class TaskViewSet(viewsets.ReadOnlyModelViewSet):
-    """Mirrored tasks. Detail by task id; add `?protocol=` when the id exists twice."""
+class TaskViewSet(IdLookupMixin, viewsets.ReadOnlyModelViewSet):
+    """Mirrored tasks. Detail by task id (percent-encoded, `%2F` for `/`); add `?protocol=`
+    when the id exists twice."""
 
     permission_classes = [IsSupport]
     filterset_class = TaskFilterSet
     pagination_class = KeysetPagination
     sort_fields = TASK_SORTS
     lookup_field = "task_id"
-    lookup_value_regex = "[^/]+"
+    suffix_detail_handlers = ("retrieve_cancel_suffix",)
 
     def get_queryset(self) -> QuerySet:
         if self.action == "retrieve":
@@ -46,6 +48,12 @@ class TaskViewSet(viewsets.ReadOnlyModelViewSet):
         cancel = functools.partial(cancel_task, task.protocol, task.task_id)
         return cancel_api.run(request, cancel, TaskSerializer)
 
+    @extend_schema(exclude=True)
+    @cancel.mapping.get
+    def retrieve_cancel_suffix(self, request: Request, task_id: str) -> Response:
+        """GET `tasks/<id>/cancel`: the task whose id ends in `/cancel`."""
+        return self.retrieve_ending_in(request, "cancel")
+
     def get_object(self) -> Task:
         queryset = self.get_queryset().filter(task_id=self.kwargs["task_id"])
         protocol = self.request.query_params.get("protocol")
@@ -61,13 +69,12 @@ class TaskViewSet(viewsets.ReadOnlyModelViewSet):
         return found[0]
 
 
-class MessageViewSet(viewsets.ReadOnlyModelViewSet):
+class MessageViewSet(IdLookupMixin, viewsets.ReadOnlyModelViewSet):
     permission_classes = [IsSupport]
     filterset_class = MessageFilterSet
     pagination_class = KeysetPagination
     serializer_class = MessageSerializer
     lookup_field = "message_id"
-    lookup_value_regex = "[^/]+"
 
     def get_queryset(self) -> QuerySet:
         return Message.objects.select_related("task").only(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from beeos_console.mirror.edge import Outcome, digest, is_older, json_safe
+from beeos_console.mirror.edge import Outcome, clock_note, digest, is_older, json_safe
 from beeos_console.mirror.states import PROCESSING, QUEUED, Projection
 from tasks import states
 from tasks.models import Message, Task
@@ -45,9 +45,10 @@ def decide_task(
     """What the storage rules make of ``snapshot`` against the stored ``task``.
 
     Pure (no database): the one-record and the batch write paths both ask it.
+    A snapshot stamped in the future (clock skew) is stored with a note.
     """
     if task is None:
-        return Outcome.CREATED, ""
+        return Outcome.CREATED, clock_note(snapshot.updated_at)
     if task.payload_digest == snapshot.payload_digest:
         return Outcome.UNCHANGED, ""
     projection = snapshot.projection
@@ -59,7 +60,7 @@ def decide_task(
     same_time = snapshot.updated_at is None or snapshot.updated_at == task.updated_at
     if not authoritative and same_time and _rank(projection) < _rank(stored):
         return Outcome.STALE, "behind the stored lifecycle"
-    return Outcome.UPDATED, ""
+    return Outcome.UPDATED, clock_note(snapshot.updated_at)
 
 
 def new_task(snapshot: TaskSnapshot) -> Task:
@@ -166,7 +167,7 @@ def decide_message(snapshot: MessageSnapshot, message: Message | None) -> tuple[
     Once terminal, an envelope is immutable (seed).
     """
     if message is None:
-        return Outcome.CREATED, ""
+        return Outcome.CREATED, clock_note(snapshot.updated_at)
     if message.payload_digest == snapshot.payload_digest:
         return Outcome.UNCHANGED, ""
     stored_updated = message.updated_at or message.created_at
@@ -174,4 +175,4 @@ def decide_message(snapshot: MessageSnapshot, message: Message | None) -> tuple[
         return Outcome.STALE, "older than stored"
     if states.is_message_terminal(message.state):
         return Outcome.STALE, "a terminal envelope is immutable"
-    return Outcome.UPDATED, ""
+    return Outcome.UPDATED, clock_note(snapshot.updated_at)

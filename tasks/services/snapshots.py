@@ -98,7 +98,11 @@ def _code_value(r: Reader, key: str) -> str:
     """An error code: a string, or an integer (JSON-RPC codes) kept as its text."""
     value = r.data.get(key)
     if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
+        text = str(value)
+        if len(text) > ERROR_CODE_MAX:
+            r.fail(key, f"has {len(text)} digits; at most {ERROR_CODE_MAX} are allowed")
+            return ""
+        return text
     return r.str(key, max_length=ERROR_CODE_MAX)
 
 
@@ -196,12 +200,17 @@ def parse_a2a_task(data: Any) -> TaskSnapshot:
         h = Reader(item, prefix=f"history[{i}].", errors=r.errors)
         h.str("messageId", required=True)
         h.str("role", required=True, max_length=32)
+        h.str("contextId")  # stored as the message's conversation id
         h.list("parts")
+        h.object("metadata")
     for i, item in enumerate(artifacts):
         a = Reader(item, prefix=f"artifacts[{i}].", errors=r.errors)
         a.str("artifactId", required=True)
         a.str("name")
+        a.text("description")
         a.list("parts")
+        a.object("metadata")
+        a.list("extensions")
     fields = {
         "agent_id": r.str("target_agent_id") or r.str("agent_id"),
         "caller_principal_id": r.str("caller_principal_id"),

@@ -53,7 +53,7 @@ def write_task(
         )
         outcome, note = decide_task(snapshot, task, authoritative=authoritative)
         if outcome == Outcome.CREATED:
-            return _create_task(snapshot)
+            return _create_task(snapshot, note)
         if outcome != Outcome.UPDATED:
             return IngestResult(outcome, task.task_id, task, note)
         counted_before = (task.status, task.created_at)
@@ -63,10 +63,10 @@ def write_task(
         _write_a2a_children(task, snapshot)
         if change is not None:
             auditlog.record(actor, **change)
-        return IngestResult(Outcome.UPDATED, task.task_id, task)
+        return IngestResult(Outcome.UPDATED, task.task_id, task, note)
 
 
-def _create_task(snapshot: TaskSnapshot) -> IngestResult:
+def _create_task(snapshot: TaskSnapshot, note: str = "") -> IngestResult:
     task = new_task(snapshot)
     task.save(force_insert=True)
     counters.on_create(counters.TASK, task.status, task.created_at)
@@ -74,7 +74,7 @@ def _create_task(snapshot: TaskSnapshot) -> IngestResult:
         # Messages that arrived before their task: file them under it now.
         Message.objects.filter(task__isnull=True, conversation_id=task.channel_id).update(task=task)
     _write_a2a_children(task, snapshot)
-    return IngestResult(Outcome.CREATED, task.task_id, task)
+    return IngestResult(Outcome.CREATED, task.task_id, task, note)
 
 
 def _write_a2a_children(task: Task, snapshot: TaskSnapshot) -> None:
@@ -125,9 +125,9 @@ def ingest_message(data: Any, *, actor: Actor) -> IngestResult:
                 task=task,
                 **snapshot.values,
             )
-            return IngestResult(Outcome.CREATED, message_id, message)
+            return IngestResult(Outcome.CREATED, message_id, message, note)
         for name, value in snapshot.values.items():
             setattr(message, name, value)
         message.task = task
         message.save()
-        return IngestResult(Outcome.UPDATED, message_id, message)
+        return IngestResult(Outcome.UPDATED, message_id, message, note)

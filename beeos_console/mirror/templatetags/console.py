@@ -8,6 +8,7 @@ import json
 from django import template
 from django.utils.html import format_html
 
+from beeos_console.core import links
 from beeos_console.mirror import columns
 
 register = template.Library()
@@ -17,6 +18,17 @@ register = template.Library()
 def status_badge(status: str) -> str:
     """Text plus colour, never colour alone; unknown values still render."""
     return columns.badge(status)
+
+
+@register.simple_tag
+def object_url(viewname: str, object_id: str, **query: object) -> str:
+    """``{% object_url 'tasks:detail' task.task_id protocol=task.protocol %}``.
+
+    The id is percent-encoded as one path segment (``/`` too), so it can never
+    name another path, a query or a fragment; use it instead of ``{% url %}``
+    for every URL built from an object id (links, form actions, htmx attributes).
+    """
+    return links.object_url(viewname, object_id, **query)
 
 
 @register.simple_tag

@@ -8,13 +8,13 @@ streamed in chunks.
 
 from __future__ import annotations
 
-import csv
 import json
 import sys
 from typing import Any
 
 from django.core.management.base import BaseCommand
 
+from beeos_console.core.exports import csv_writer
 from beeos_console.projection import audit as projection_audit
 from beeos_console.projection.models import ProjectionJob
 
@@ -42,7 +42,7 @@ class Command(BaseCommand):
         fmt = options["format"]
         listener = None
         if fmt == "csv":
-            writer = csv.writer(self.stdout)
+            writer = csv_writer(self.stdout)
             writer.writerow(CSV_COLUMNS)
 
             def listener(category: str, finding: dict[str, Any]) -> None:

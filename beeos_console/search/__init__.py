@@ -1,0 +1,1 @@
+"""The header search box: ids by any fragment, pasted console / BeeOS URLs, full text (#14)."""
