@@ -101,6 +101,7 @@ INSTALLED_APPS = [
     "beeos_console.core.apps.ConsoleConfig",
     "beeos_console.auditlog.apps.AuditlogConfig",
     "beeos_console.mirror.apps.MirrorConfig",
+    "beeos_console.savedviews.apps.SavedViewsConfig",
     "beeos_console.cancels.apps.CancelsConfig",
     "beeos_console.upstream.apps.UpstreamConfig",
     "beeos_console.projection.apps.ProjectionConfig",
@@ -301,7 +302,8 @@ REST_FRAMEWORK = {
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],
-    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    # The FilterSets, plus ``?view=<id>``: a saved view's filters (beeos_console.savedviews).
+    "DEFAULT_FILTER_BACKENDS": ["beeos_console.savedviews.filters.SavedViewFilterBackend"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_RENDERER_CLASSES": [
         "rest_framework.renderers.JSONRenderer",
@@ -360,6 +362,9 @@ BEEOS_INSTANCES = env_list("BEEOS_INSTANCES")
 # Upstream clocks may run this far ahead: a snapshot stamped later than now + this is
 # stored (with a producer note) but its stamp orders as now + this (mirror.edge.is_older).
 CONSOLE_MAX_CLOCK_SKEW = env_duration("CONSOLE_MAX_CLOCK_SKEW", timedelta(minutes=5))
+
+# A list's CSV export stops after this many rows and says so in its last line.
+CONSOLE_EXPORT_MAX_ROWS = env_int("CONSOLE_EXPORT_MAX_ROWS", 100_000)
 
 # Work that is not terminal after this many minutes counts as "stuck".
 CONSOLE_STUCK_AFTER_MINUTES = int(os.environ.get("CONSOLE_STUCK_AFTER_MINUTES", "60"))

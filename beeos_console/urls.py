@@ -15,6 +15,8 @@ from beeos_console.core.routers import IdRouter
 from beeos_console.dashboard import views as dashboard_views
 from beeos_console.ingest.views import IngestView
 from beeos_console.projection import views as projection_views
+from beeos_console.savedviews import views as saved_views
+from beeos_console.savedviews.api import SavedViewViewSet
 from beeos_console.search import views as search_views
 from beeos_console.upstream.webhooks import beeos_webhook
 from operations.api.views import RuntimeOperationEventViewSet, RuntimeOperationViewSet
@@ -57,6 +59,16 @@ bulk_patterns = (
     "bulk",
 )
 
+saved_view_patterns = (
+    [
+        path("", saved_views.saved_views, name="list"),
+        path("save/", saved_views.save_view, name="save"),
+        path("<int:pk>/", saved_views.open_view, name="open"),
+        path("<int:pk>/delete/", saved_views.delete_view, name="delete"),
+    ],
+    "saved-views",
+)
+
 # Ids may hold "/" (sent as %2F): the router matches …/<id>/cancel before …/<id>/.
 router = IdRouter()
 # Both /cancel and /cancel/ (scripts rarely add the slash; a POST cannot follow a 301).
@@ -66,6 +78,7 @@ router.register("messages", MessageViewSet, basename="message")
 router.register("operations", RuntimeOperationViewSet, basename="operation")
 router.register("operation-events", RuntimeOperationEventViewSet, basename="operation-event")
 router.register("audit-entries", AuditEntryViewSet, basename="audit-entry")
+router.register("saved-views", SavedViewViewSet, basename="saved-view")
 
 api_patterns = [
     path("v1/ingest/", IngestView.as_view(), name="api-ingest"),
@@ -98,4 +111,5 @@ urlpatterns = [
     path("", include("operations.urls")),
     path("audit/", include(audit_patterns)),
     path("bulk/", include(bulk_patterns)),
+    path("views/", include(saved_view_patterns)),
 ]

@@ -10,7 +10,9 @@ from typing import Any
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from beeos_console.core.tables import Column, SelectColumn, Table, truncate
+from beeos_console.core.exports import ExportColumn
+from beeos_console.core.tables import Column, SelectColumn, Table, id_parts, truncate
+from beeos_console.mirror import words
 from beeos_console.mirror.columns import AgeColumn, FilterLinkColumn, IdColumn, RawColumn, badge
 from operations.models import RuntimeOperation
 
@@ -79,19 +81,18 @@ class OperationTable(Table):
         return f"Select {op.operation_id}"
 
     def render_operation(self, value: str, op: RuntimeOperation) -> SafeString:
-        return format_html(
-            '<a href="{}"><code>{}</code></a><br><code class="small">{}</code>',
-            _ID.href(value, op, self),
-            truncate(value, _ID.length),
-            op.method,
-        )
+        fmt, *args = id_parts(value, _ID.length, _ID.href(value, op, self))
+        return format_html(fmt + '<br><code class="small">{}</code>', *args, op.method)
 
     def render_status(self, value: tuple[str, str], op: RuntimeOperation) -> SafeString:
         status, reason = value
         if not reason:
             return badge(status)
         return format_html(
-            '{}<br><span class="small">{}</span>', badge(status), truncate(reason, 26)
+            '{}<br><span class="small" title="{}">{}</span>',
+            badge(status),
+            words.reason_words(reason),
+            truncate(reason, 26),
         )
 
     def render_error(self, value: tuple[str, str], op: RuntimeOperation) -> SafeString:
@@ -99,16 +100,23 @@ class OperationTable(Table):
         if not code:
             return format_html('<span class="muted">{}</span>', "—")
         return format_html(
-            '<code class="small">{}</code><br><code class="small">{}</code>',
+            '<code class="small" title="{}">{}</code><br><code class="small">{}</code>',
+            words.error_code_words(code),
             code,
             retry_mode or "—",
         )
 
     def render_retry(self, value: tuple[str, str], op: RuntimeOperation) -> SafeString:
         retry_policy, certainty = value
+        title = f"{words.retry_words(retry_policy)}; {words.certainty_words(certainty)}"
         if certainty == "uncertain":
-            return format_html("{}<br><strong>uncertain</strong>", retry_policy)
-        return format_html("{}", retry_policy)
+            return format_html(
+                '<span title="{}">{}<br><strong>uncertain</strong></span>', title, retry_policy
+            )
+        return format_html('<span title="{}">{}</span>', title, retry_policy)
 
+
+# The CSV export: the list's columns as raw values (times in UTC ISO 8601).
+OPERATION_EXPORT = tuple(ExportColumn(name) for name in OperationTable.fields)
 
 COLUMNS = OperationTable.fields

@@ -16,9 +16,11 @@ from beeos_console.core import roles
 from beeos_console.core.links import object_url
 from beeos_console.core.listing import KeysetListView
 from beeos_console.core.permissions import RoleRequiredMixin, role_required
+from beeos_console.mirror.attention import attention
+from beeos_console.mirror.filtersets import STUCK_SORT, STUCK_SORT_FIELD, STUCK_SORT_NOTE
 from operations.filtersets import OPERATION_SORTS, RuntimeOperationFilterSet
 from operations.forms import OperationFilterForm
-from operations.tables import OperationTable
+from operations.tables import OPERATION_EXPORT, OperationTable
 
 from . import selectors, states
 from .models import RuntimeOperation
@@ -33,6 +35,12 @@ class OperationListView(RoleRequiredMixin, KeysetListView):
     title = "Runtime operations"
     sort_fields = OPERATION_SORTS
     bulk_kind = "operation"
+    ascending_sorts = {STUCK_SORT: STUCK_SORT_FIELD}
+    sort_notes = {STUCK_SORT: STUCK_SORT_NOTE}
+    export_url_name = "operations:export"
+    export_filename = "operations"
+    export_columns = OPERATION_EXPORT
+    saved_view_kind = "operations"
 
     def get_queryset(self) -> QuerySet:
         return RuntimeOperation.objects.only(*OperationTable.fields)
@@ -50,6 +58,7 @@ def operation_detail(request: HttpRequest, operation_id: str) -> HttpResponse:
         "op": op,
         "projection": projection,
         "drift": op.projection_drift(projection),
+        "attention": attention(op.status, op.updated_at or op.created_at),
         "events": events.events,
         "events_truncated": events.truncated,
         "cancel_refusal": states.cancel_refusal(op.raw_status),

@@ -10,7 +10,9 @@ import django_filters
 from beeos_console.core.filtersets import (
     AnyValueMultipleFilter,
     ConsoleFilterSet,
+    CreatedWithinFilter,
     PrefixSearchFilter,
+    UtcDateTimeFilter,
 )
 from beeos_console.mirror.filtersets import MirrorFilterSet
 from tasks.models import Message, Task
@@ -37,6 +39,13 @@ class MessageFilterSet(ConsoleFilterSet):
     task = django_filters.CharFilter(field_name="task__task_id", label="Task id", max_length=256)
     conversation = django_filters.CharFilter(
         field_name="conversation_id", label="Conversation id", max_length=256
+    )
+    created_within = CreatedWithinFilter()
+    created_after = UtcDateTimeFilter(
+        field_name="created_at", lookup_expr="gte", label="Created from"
+    )
+    created_before = UtcDateTimeFilter(
+        field_name="created_at", lookup_expr="lt", label="Created before"
     )
 
     class Meta:

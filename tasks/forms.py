@@ -7,7 +7,14 @@ values and order, plus ``sort`` and ``refresh``; the FilterSets filter.
 from __future__ import annotations
 
 from beeos_console.core.filtersets import choice_pairs
-from beeos_console.core.forms import FilterForm, checkbox_field, sort_field, text_field
+from beeos_console.core.forms import (
+    FilterForm,
+    checkbox_field,
+    created_within_field,
+    datetime_field,
+    sort_field,
+    text_field,
+)
 from beeos_console.mirror.forms import MirrorFilterForm
 from tasks import states
 from tasks.models import Task
@@ -41,4 +48,7 @@ class MessageFilterForm(FilterForm):
     type = checkbox_field(choice_pairs(MESSAGE_TYPES), "Type")
     task = text_field("Task id")
     conversation = text_field("Conversation id")
+    created_within = created_within_field()
+    created_after = datetime_field("Custom: created from (UTC)")
+    created_before = datetime_field("Custom: created before (UTC)")
     sort = sort_field([("created", "Newest created")])

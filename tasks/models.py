@@ -133,6 +133,16 @@ class Task(Projected):
         return states.explain(self.protocol, self.raw_state, self.expected_projection)
 
     @property
+    def a2a_status_message_id(self) -> str:
+        """The A2A task's ``status.message`` id: the message that carries its outcome."""
+        if self.protocol != states.A2A or not isinstance(self.raw_payload, dict):
+            return ""
+        status = self.raw_payload.get("status")
+        message = status.get("message") if isinstance(status, dict) else None
+        found = message.get("messageId") if isinstance(message, dict) else None
+        return found if isinstance(found, str) else ""
+
+    @property
     def has_foreign_cancel_spelling(self) -> bool:
         return states.is_foreign_cancel_spelling(self.protocol, self.raw_state)
 

@@ -12,13 +12,17 @@ from typing import Any
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from beeos_console.core.exports import ExportColumn
 from beeos_console.core.tables import CodeColumn, Column, SelectColumn, Table, truncate
+from beeos_console.mirror import words
 from beeos_console.mirror.columns import (
     AgeColumn,
     FilterLinkColumn,
     IdColumn,
     RawColumn,
     StatusColumn,
+    badge,
+    short_id,
     url_for,
 )
 from tasks.models import Message, Task
@@ -32,7 +36,7 @@ class TaskTable(Table):
     status = StatusColumn("Status")
     raw_state = RawColumn("Raw state")
     protocol = Column("Protocol", render="render_protocol", cache=True)
-    reason = Column("Reason", cache=True)
+    reason = Column("Reason", accessor=("reason", "error_code"), render="render_reason", cache=True)
     certainty = Column(
         "Certainty · retry",
         accessor=("outcome_certainty", "retry_policy"),
@@ -51,6 +55,7 @@ class TaskTable(Table):
         "protocol",
         "status",
         "reason",
+        "error_code",
         "outcome_certainty",
         "retry_policy",
         "raw_state",
@@ -82,8 +87,30 @@ class TaskTable(Table):
     def render_protocol(self, value: str, task: Task) -> SafeString:
         return format_html("{}", task.get_protocol_display())
 
+    def render_reason(self, value: tuple[str, str], task: Task) -> SafeString:
+        """The reason, its words on hover; the error code beside it when there is one."""
+        reason, code = value
+        if not reason and not code:
+            return format_html('<span class="muted">{}</span>', "—")
+        if not code:
+            return format_html('<span title="{}">{}</span>', words.reason_words(reason), reason)
+        return format_html(
+            '<span title="{}">{}</span> <code class="small error-code" title="{}">{}</code>',
+            words.reason_words(reason),
+            reason or "",
+            words.error_code_words(code),
+            code,
+        )
+
     def render_certainty(self, value: tuple[str, str], task: Task) -> SafeString:
-        return format_html("{} · {}", *value)
+        certainty, policy = value
+        return format_html(
+            '<span title="{}; {}">{} · {}</span>',
+            words.certainty_words(certainty),
+            words.retry_words(policy),
+            certainty,
+            policy,
+        )
 
     def render_updated(self, value: Any, task: Task) -> SafeString:
         updated = self.base_columns["created_at"].render(value, task, self)
@@ -103,11 +130,11 @@ class TaskTable(Table):
 class MessageTable(Table):
     """Messages: the raw envelope state and stop reason beside the status."""
 
-    message_id = CodeColumn("Message", length=24)
+    message_id = Column("Message", render="render_message_id")
     type = CodeColumn("Type", cache=True)
     state = RawColumn("State")
     stop_reason = RawColumn("Stop reason")
-    status = StatusColumn("Status")
+    status = Column("Status", accessor=("status", "source"), render="render_status", cache=True)
     sender = CodeColumn("Sender", length=20)
     task = Column("Task", accessor="", render="render_task")
     body = Column("Body", css_class="body-cell", render="render_body")
@@ -120,6 +147,7 @@ class MessageTable(Table):
         "state",
         "stop_reason",
         "status",
+        "source",
         "sender",
         "conversation_id",
         "body",
@@ -136,16 +164,51 @@ class MessageTable(Table):
                 m.conversation_id,
             )
         detail = url_for(self, "tasks:detail")(task.task_id, protocol=task.protocol)
-        return format_html(
-            '<a href="{}#m-{}"><code>{}</code></a>',
-            detail,
-            m.pk,
-            truncate(task.task_id, 24),
-        )
+        return short_id(task.task_id, 24, f"{detail}#m-{m.pk}")
+
+    def render_status(self, value: tuple[str, str], m: Message) -> SafeString:
+        """An A2A history message has no outcome of its own: a neutral entry, not a badge."""
+        status, source = value
+        if source == Message.Source.A2A:
+            return format_html(
+                '<span class="pill history" title="{}">history</span>',
+                "An A2A history message: part of the conversation, not an outcome",
+            )
+        return badge(status)
+
+    def render_message_id(self, value: str, m: Message) -> SafeString:
+        return short_id(value, 24)
 
     def render_body(self, value: str, m: Message) -> SafeString:
         return format_html("{}", truncate(value, 80))
 
+
+# The CSV exports: the lists' columns as raw values (times in UTC ISO 8601).
+TASK_EXPORT = (
+    ExportColumn("task_id"),
+    ExportColumn("protocol"),
+    ExportColumn("status"),
+    ExportColumn("reason"),
+    ExportColumn("outcome_certainty"),
+    ExportColumn("retry_policy"),
+    ExportColumn("raw_state"),
+    ExportColumn("agent_id"),
+    ExportColumn("created_at"),
+    ExportColumn("updated_at"),
+)
+MESSAGE_EXPORT = (
+    ExportColumn("message_id"),
+    ExportColumn("type"),
+    ExportColumn("state"),
+    ExportColumn("stop_reason"),
+    ExportColumn("status"),
+    ExportColumn("sender"),
+    ExportColumn("task_id", "task.task_id"),
+    ExportColumn("task_protocol", "task.protocol"),
+    ExportColumn("conversation_id"),
+    ExportColumn("body"),
+    ExportColumn("created_at"),
+)
 
 # The names the list views read (and the sorts they page on).
 COLUMNS = TaskTable.fields

@@ -18,9 +18,11 @@ from beeos_console.core.links import object_url
 from beeos_console.core.listing import KeysetListView
 from beeos_console.core.pagination import BadCursor
 from beeos_console.core.permissions import RoleRequiredMixin, role_required
+from beeos_console.mirror.attention import attention
+from beeos_console.mirror.filtersets import STUCK_SORT, STUCK_SORT_FIELD, STUCK_SORT_NOTE
 from tasks.filtersets import TASK_SORTS, MessageFilterSet, TaskFilterSet
 from tasks.forms import MessageFilterForm, TaskFilterForm
-from tasks.tables import MessageTable, TaskTable
+from tasks.tables import MESSAGE_EXPORT, TASK_EXPORT, MessageTable, TaskTable
 
 from . import selectors
 from .models import Message, Task
@@ -36,6 +38,12 @@ class TaskListView(RoleRequiredMixin, KeysetListView):
     title = "Tasks"
     sort_fields = TASK_SORTS
     bulk_kind = "task"
+    ascending_sorts = {STUCK_SORT: STUCK_SORT_FIELD}
+    sort_notes = {STUCK_SORT: STUCK_SORT_NOTE}
+    export_url_name = "tasks:export"
+    export_filename = "tasks"
+    export_columns = TASK_EXPORT
+    saved_view_kind = "tasks"
 
     def get_queryset(self) -> QuerySet:
         return Task.objects.only(*TaskTable.fields)
@@ -49,6 +57,10 @@ class MessageListView(RoleRequiredMixin, KeysetListView):
     form_class = MessageFilterForm
     table_class = MessageTable
     title = "Messages"
+    export_url_name = "tasks:messages-export"
+    export_filename = "messages"
+    export_columns = MESSAGE_EXPORT
+    saved_view_kind = "messages"
 
     def get_queryset(self) -> QuerySet:
         return Message.objects.select_related("task").only(*MessageTable.fields)
@@ -75,6 +87,9 @@ def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
         "task": task,
         "projection": projection,
         "drift": task.projection_drift(projection),
+        "attention": attention(
+            task.status, task.updated_at or task.created_at, deadline_at=task.deadline_at
+        ),
         "timeline": timeline,
         "deciding_reply": selectors.deciding_reply(task),
         "artifacts": selectors.artifacts(task),

@@ -43,11 +43,13 @@ def test_cancellable_task_gets_its_protocols_spelling(protocol, raw, spelling):
 
 
 @pytest.mark.parametrize("raw", ["completed", "failed", "canceled", "timeout", "rejected"])
-def test_terminal_task_is_refused_with_the_rule_and_nothing_changes(raw):
+def test_terminal_task_is_refused_in_words_and_nothing_changes(raw):
     task = make_task(raw)
     outcome = cancel(task)
     assert outcome.result == "refused"
-    assert "already ended" in outcome.message and f"`{raw}`" in outcome.message
+    # Issue #14: the refusal says how it ended in words, never the rule syntax.
+    assert "already ended" in outcome.message and f"({task.status}" in outcome.message
+    assert "`" not in outcome.message and task.projection_rule not in outcome.message
     task.refresh_from_db()
     assert task.raw_state == raw
 

@@ -51,8 +51,9 @@ class TestSingleCancelPage:
         assert "Cancelled." in html and "local gateway" in html
         assert 'id="status-card" hx-swap-oob="true"' in html
         assert 'class="badge badge-amber">cancelled<' in html
-        # The swapped-in card is whole: the rule in words, no empty wire spelling.
-        assert "OpenAPI `canceled` → cancelled" in html
+        # The swapped-in card is whole: the status in words (issue #14: no rule
+        # syntax for an operator), no empty wire spelling.
+        assert "The outcome is known" in html and "`" not in html
         assert "on the wire: <code></code>" not in html
         task.refresh_from_db()
         assert task.raw_state == "canceled"

@@ -128,7 +128,7 @@ def test_list_link_detail_page_and_its_cancel_form_reach_that_task(
     decoys(skip=task_id)
     ingest_task(api_for(django_user_model, "feeder-x", "feeder"), task_id)
     task = Task.objects.get(task_id=task_id)
-    href = attr(list_row(operator, task), r'<td><a href="([^"]+)"><code>')
+    href = attr(list_row(operator, task), r'<td><a href="([^"]+)" title="[^"]*"><code')
     assert href == f"/tasks/{id_segment(task_id)}/?protocol=openapi"
     page = operator.get(href)
     assert page.status_code == 200

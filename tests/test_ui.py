@@ -168,7 +168,10 @@ class TestTaskDetail:
         task = make_task("timeout", error="deadline passed")
         html = support.get(f"/tasks/{task.task_id}/").content.decode()
         assert '<code class="raw">timeout</code>' in html
-        assert "OpenAPI `timeout` → failed · timeout · uncertain · manual review" in html
+        # Issue #14: support staff read words; the rule syntax is for admins only.
+        assert "Timed out: the command may have reached the agent or device" in html
+        assert "Manual review: check with the agent&#x27;s owner" in html
+        assert "`" not in html and "openapi:timeout" not in html
         assert "retry policy: manual_review" in html
         assert "may already have reached the agent or device" in html
         assert "deadline passed" in html
@@ -299,7 +302,7 @@ class TestOperations:
         make_operation("running", id=odd_id, instanceId="<ins>")
         html = support.get("/operations/").content.decode()
         assert "<b>bold" not in html and "<ins>" not in html
-        href = re.search(r'<td><a href="(/operations/[^"]+)"><code>', html).group(1)
+        href = re.search(r'<td><a href="(/operations/[^"]+)" title="[^"]*"><code', html).group(1)
         detail = support.get(href.replace("&amp;", "&").replace("&#x27;", "'"))
         assert detail.status_code == 200
         assert detail.context["op"].operation_id == odd_id
@@ -307,7 +310,8 @@ class TestOperations:
     def test_long_ids_are_shortened_on_the_list_only(self, support):
         op = make_operation("running", id="op_" + "x" * 40)
         html = support.get("/operations/").content.decode()
-        assert f"<code>op_{'x' * 18}…</code>" in html
+        # Issue #14: a middle ellipsis, the full id on hover.
+        assert f'title="{op.operation_id}"><code class="id">op_{"x" * 8}…{"x" * 10}</code>' in html
         assert f'href="/operations/{op.operation_id}/"' in html
 
     def test_checkboxes_only_for_operators_and_cancellable_rows(
@@ -391,7 +395,9 @@ def test_message_rows_link_to_their_place_in_the_task_timeline(support):
     assert f'href="{href}"' in html
     assert support.get(href.split("#")[0]).context["task"] == task
     assert f'<td class="body-cell">{"x" * 79}…</td>' in html
-    row = re.search(rf"<tr><td><code>{orphan.message_id}</code>.*?</tr>", html).group(0)
+    row = re.search(rf'<tr><td><code class="id" title="{orphan.message_id}">.*?</tr>', html).group(
+        0
+    )
     assert 'title="conversation conv_nobody">not mirrored<' in row
 
 

@@ -13,6 +13,7 @@ from beeos_console.core.api import IsAdmin, KeysetPagination
 class AuditEntryViewSet(viewsets.ReadOnlyModelViewSet):
     """The audit log (admin role). Entries are immutable: no write methods exist."""
 
+    saved_view_kind = "audit"  # ?view=<id>: a saved view of this list
     permission_classes = [IsAdmin]
     filterset_class = AuditEntryFilterSet
     pagination_class = KeysetPagination

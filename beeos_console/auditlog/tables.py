@@ -9,7 +9,7 @@ from django.utils.safestring import SafeString
 
 from beeos_console.auditlog.models import AuditEntry
 from beeos_console.core.links import ObjectUrl
-from beeos_console.core.tables import AgeColumn, CodeColumn, Column, Table, named_cell, truncate
+from beeos_console.core.tables import AgeColumn, CodeColumn, Column, Table, id_parts, named_cell
 
 # The pages of the objects entries name (URL names: the apps sit above this layer).
 _DETAIL_URLS = {"task": "tasks:detail", "operation": "operations:detail"}
@@ -31,17 +31,16 @@ class AuditEntryTable(Table):
 
     def render_object(self, value: Any, e: AuditEntry) -> SafeString:
         name = _DETAIL_URLS.get(e.object_kind)
-        if not (name and e.object_id):
-            return format_html("{} <code>{}</code>", e.object_kind, truncate(e.object_id, 30))
+        if not e.object_id:
+            return format_html("{} <code>{}</code>", e.object_kind, "—")
+        if not name:
+            fmt, *args = id_parts(e.object_id, 30)
+            return format_html("{} " + fmt, e.object_kind, *args)
         urls = self.__dict__.setdefault("_urls", {})  # one reverse per render, not per row
         url = urls.get(name) or urls.setdefault(name, ObjectUrl(name))
         protocol = e.detail.get("protocol") if isinstance(e.detail, dict) else None
-        return format_html(
-            '{} <a href="{}"><code>{}</code></a>',
-            e.object_kind,
-            url(e.object_id, protocol=protocol or None),
-            truncate(e.object_id, 30),
-        )
+        fmt, *args = id_parts(e.object_id, 30, url(e.object_id, protocol=protocol or None))
+        return format_html("{} " + fmt, e.object_kind, *args)
 
     def _state(self, raw_value: str, snapshot: Any) -> SafeString:
         status = snapshot.get("status") if isinstance(snapshot, dict) else None

@@ -88,3 +88,28 @@ class UtcDateTimeField(django_filters.fields.IsoDateTimeField):
 
 class UtcDateTimeFilter(django_filters.IsoDateTimeFilter):
     field_class = UtcDateTimeField
+
+
+# ``?created_within=``: the time presets of every list (UTC, relative to now).
+CREATED_WITHIN = {
+    "1h": dt.timedelta(hours=1),
+    "24h": dt.timedelta(hours=24),
+    "7d": dt.timedelta(days=7),
+}
+CREATED_WITHIN_CHOICES = [("1h", "last 1 h"), ("24h", "last 24 h"), ("7d", "last 7 d")]
+
+
+class CreatedWithinFilter(django_filters.ChoiceFilter):
+    """``?created_within=24h``: rows created in the last hour / day / week (up to now)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("choices", CREATED_WITHIN_CHOICES)
+        kwargs.setdefault("field_name", "created_at")
+        kwargs.setdefault("label", "Created in the")
+        super().__init__(*args, **kwargs)
+
+    def filter(self, qs: QuerySet, value: Any) -> QuerySet:
+        if value in (None, "") or value not in CREATED_WITHIN:
+            return qs
+        since = dt.datetime.now(dt.UTC) - CREATED_WITHIN[value]
+        return qs.filter(**{f"{self.field_name}__gte": since})

@@ -20,13 +20,21 @@ from django.forms.utils import ErrorDict
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
+from beeos_console.core.filtersets import CREATED_WITHIN_CHOICES
 from beeos_console.core.tables import attrs_html
 
 CHECKED = mark_safe(" checked")
 # URL flags that change how the page looks, not which rows match.
 VIEW_FIELDS = ("sort", "refresh")
 # Shown last in every panel, in this order, whatever a form declares first.
-TRAILING_FIELDS = ("created_after", "created_before", "stuck", "upstream_missing", *VIEW_FIELDS)
+TRAILING_FIELDS = (
+    "created_within",
+    "created_after",
+    "created_before",
+    "stuck",
+    "upstream_missing",
+    *VIEW_FIELDS,
+)
 
 
 class CheckboxGroup(forms.CheckboxSelectMultiple):
@@ -87,6 +95,16 @@ def datetime_field(label: str) -> forms.DateTimeField:
         label=label,
         required=False,
         widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
+    )
+
+
+def created_within_field() -> forms.ChoiceField:
+    """The time presets (``CreatedWithinFilter``); "custom" is the created from / before fields."""
+    return forms.ChoiceField(
+        choices=[("", "any time"), *CREATED_WITHIN_CHOICES],
+        label="Created (UTC)",
+        required=False,
+        widget=forms.RadioSelect,
     )
 
 

@@ -19,6 +19,7 @@ from django.contrib import messages
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import render
+from django.urls import reverse
 from django.utils.decorators import method_decorator
 from django.views import View
 from django.views.decorators.vary import vary_on_headers
@@ -74,8 +75,18 @@ class KeysetListView(View):
     title: ClassVar[str]
     sort_fields: ClassVar[dict[str, str]] = {"created": "created_at"}
     default_sort: ClassVar[str] = "created"
+    # Sorts that page in ascending order (oldest first): ``?sort=`` value -> field.
+    ascending_sorts: ClassVar[dict[str, str]] = {}
+    # What a sort implies beyond order (e.g. "stuck": non-terminal work only), said above the rows.
+    sort_notes: ClassVar[dict[str, str]] = {}
     # "task" / "operation": rows get checkboxes and a bulk-cancel bar (operators).
     bulk_kind: ClassVar[str] = ""
+    # The CSV export (``core.exports.ListCsvExport``): its URL name, file name and columns.
+    export_url_name: ClassVar[str] = ""
+    export_filename: ClassVar[str] = ""
+    export_columns: ClassVar[tuple[Any, ...]] = ()
+    # The saved views' name of this list ("tasks", ...): the page offers "Save this view".
+    saved_view_kind: ClassVar[str] = ""
 
     def get_queryset(self) -> QuerySet:
         raise NotImplementedError
@@ -101,18 +112,23 @@ class KeysetListView(View):
             status = 400
             errors = {**filterset.errors, **view_errors}
         form.show_errors(errors)
-        sort_field = self.sort_fields.get(sort, self.sort_fields[self.default_sort])
+        ascending = sort in self.ascending_sorts
+        if ascending:
+            sort_field = self.ascending_sorts[sort]
+        else:
+            sort_field = self.sort_fields.get(sort, self.sort_fields[self.default_sort])
         try:
             page = paginate(
                 queryset,
                 sort_field,
                 after=request.GET.get("after") or None,
                 before=request.GET.get("before") or None,
+                ascending=ascending,
             )
         except BadCursor as exc:
             # A forged or stale cursor: say so (400), and show the first page.
             messages.warning(request, str(exc))
-            page = paginate(queryset, sort_field)
+            page = paginate(queryset, sort_field, ascending=ascending)
             status = 400
         context = self.get_context_data(
             title=self.title,
@@ -126,9 +142,13 @@ class KeysetListView(View):
             next_url=self.page_url(after=page.next_cursor) if page.next_cursor else "",
             prev_url=self.page_url(before=page.prev_cursor) if page.prev_cursor else "",
             refresh_seconds=REFRESH_SECONDS if refresh else 0,
+            sort_note=self.sort_notes.get(sort, ""),
             open_filters=form.open_fields,
             bulk_kind=self.bulk_kind,
             filter_query=self.filter_query(),
+            export_url=self.export_url(),
+            saved_view_kind=self.saved_view_kind,
+            saved_view_query=self.view_query(),
         )
         fragment = getattr(request, "htmx", None) and request.htmx.target == "results"
         template = "console/_results.html" if fragment else self.template_name
@@ -138,6 +158,20 @@ class KeysetListView(View):
         """The current filters as a query string, without page or view parameters."""
         query = self.request.GET.copy()
         for name in (*PAGE_PARAMS, *VIEW_PARAMS):
+            query.pop(name, None)
+        return query.urlencode()
+
+    def export_url(self) -> str:
+        """The CSV export of the current filter and sort (no page): rendered in the results."""
+        if not self.export_url_name:
+            return ""
+        encoded = self.view_query()
+        return f"{reverse(self.export_url_name)}{'?' + encoded if encoded else ''}"
+
+    def view_query(self) -> str:
+        """The filters and the sort (what an export or a saved view keeps): no page, refresh."""
+        query = self.request.GET.copy()
+        for name in (*PAGE_PARAMS, "refresh", "view"):
             query.pop(name, None)
         return query.urlencode()
 

@@ -112,18 +112,26 @@ def paginate(
     before: str | None = None,
     page_size: int = PAGE_SIZE,
     count: bool = True,
+    ascending: bool = False,
 ) -> KeysetPage:
-    """One page of ``queryset`` in (sort_field DESC, id DESC) order.
+    """One page of ``queryset`` in (sort_field DESC, id DESC) order (ASC, ASC: ``ascending``).
 
-    ``after``: the page after this cursor (older rows); ``before``: the page
-    before it (newer rows). ``sort_field`` must never be NULL.
+    ``after``: the page after this cursor (further down the order: older rows,
+    or newer ones when ``ascending``); ``before``: the page before it.
+    ``sort_field`` must never be NULL. Cursors are the same in both orders.
     """
     key = Tuple(F(sort_field), F("pk"))
     field = queryset.model._meta.get_field(sort_field)
+    # "Forward" (after) goes down the order; "backward" (before) comes back up it.
+    forward_lookup, backward_lookup = (
+        (TupleGreaterThan, TupleLessThan) if ascending else (TupleLessThan, TupleGreaterThan)
+    )
+    forward_order = (sort_field, "pk") if ascending else (f"-{sort_field}", "-pk")
+    backward_order = (f"-{sort_field}", "-pk") if ascending else (sort_field, "pk")
     if before:
         value, pk = decode_cursor(before, field)
         rows = list(
-            queryset.filter(TupleGreaterThan(key, (value, pk))).order_by(sort_field, "pk")[
+            queryset.filter(backward_lookup(key, (value, pk))).order_by(*backward_order)[
                 : page_size + 1
             ]
         )
@@ -133,10 +141,10 @@ def paginate(
     else:
         if after:
             value, pk = decode_cursor(after, field)
-            queryset_page = queryset.filter(TupleLessThan(key, (value, pk)))
+            queryset_page = queryset.filter(forward_lookup(key, (value, pk)))
         else:
             queryset_page = queryset
-        rows = list(queryset_page.order_by(f"-{sort_field}", "-pk")[: page_size + 1])
+        rows = list(queryset_page.order_by(*forward_order)[: page_size + 1])
         has_next = len(rows) > page_size
         rows = rows[:page_size]
         has_prev = bool(after)

@@ -61,6 +61,42 @@ def truncate(text: str, length: int) -> str:
     return str(Truncator(text).chars(length))
 
 
+def middle(text: str, length: int) -> str:
+    """An id shortened in its middle, ``tsk_abc…xyz``: both ends stay readable (unescaped).
+
+    Ids are told apart by their prefix and their tail; cutting the tail off (or
+    letting a cell wrap mid-token) hides exactly what people compare.
+    """
+    if len(text) <= length:
+        return text
+    head = (length - 1) // 2 + (length - 1) % 2
+    tail = length - 1 - head
+    return f"{text[:head]}…{text[len(text) - tail :]}" if tail else text[:head] + "…"
+
+
+def id_parts(text: str, length: int, href: str | None = None) -> tuple[str, ...]:
+    """An id cell as ``format_html`` parts: middle ellipsis, full id on hover, copy button."""
+    short = middle(text, length)
+    if href is None:
+        return (
+            '<code class="id" title="{}">{}</code>'
+            ' <button type="button" class="copy" data-copy="{}" title="Copy to clipboard">'
+            "Copy</button>",
+            text,
+            short,
+            text,
+        )
+    return (
+        '<a href="{}" title="{}"><code class="id">{}</code></a>'
+        ' <button type="button" class="copy" data-copy="{}" title="Copy to clipboard">'
+        "Copy</button>",
+        href,
+        text,
+        short,
+        text,
+    )
+
+
 def attrs_html(attrs: Mapping[str, Any] | None) -> SafeString:
     """`` name="value"`` pairs, every name and value escaped; ``True`` prints the bare name."""
     if not attrs:

@@ -50,15 +50,60 @@ class HourlyChart:
     first_hour: dt.datetime | None = None
 
 
+@dataclass(frozen=True)
+class Window:
+    """The dashboard's "last 24 h": the 24 whole UTC hours the charts draw, this one included.
+
+    Counters count a row under the hour of its ``created_at``, so the rows a
+    number counts are exactly those created in ``[start, end)``: the lists the
+    numbers link to filter on that very range (``created_after`` / ``created_before``).
+    """
+
+    start: dt.datetime
+    end: dt.datetime
+
+    @classmethod
+    def last_day(cls, now: dt.datetime) -> Window:
+        end = counters.hour_of(now) + dt.timedelta(hours=1)
+        return cls(end - dt.timedelta(hours=CHART_HOURS), end)
+
+    @property
+    def hours(self) -> list[dt.datetime]:
+        return [self.start + dt.timedelta(hours=i) for i in range(CHART_HOURS)]
+
+    @property
+    def query(self) -> str:
+        """The list filter of this window (UTC, as the filter panel shows it)."""
+        fmt = "%Y-%m-%dT%H:%M"
+        return f"created_after={self.start:{fmt}}&created_before={self.end:{fmt}}"
+
+
+def day_series(kind: str, window: Window) -> dict[dt.datetime, dict[str, int]]:
+    """One kind's counters per hour and status, for the window's hours only (one query)."""
+    series = counters.hourly(kind, window.start)
+    return {hour: series[hour] for hour in window.hours if hour in series}
+
+
+def series_totals(series: dict[dt.datetime, dict[str, int]]) -> dict[str, int]:
+    totals: dict[str, int] = {}
+    for by_status in series.values():
+        for status, n in by_status.items():
+            totals[status] = totals.get(status, 0) + n
+    return {status: n for status, n in totals.items() if n}
+
+
 def hourly_chart(
-    title: str, kind: str, keys: tuple[str, ...], colours: dict[str, str], now: dt.datetime
+    title: str,
+    series: dict[dt.datetime, dict[str, int]],
+    keys: tuple[str, ...],
+    colours: dict[str, str],
+    window: Window,
 ) -> HourlyChart:
-    start = counters.hour_of(now) - dt.timedelta(hours=CHART_HOURS - 1)
-    series = counters.hourly(kind, start)
-    hours = [start + dt.timedelta(hours=i) for i in range(CHART_HOURS)]
+    """The window's series as stacked bars; its legend sums are the card's "last 24 h" numbers."""
+    hours = window.hours
     totals = [sum(series.get(h, {}).get(k, 0) for k in keys) for h in hours]
     peak = max(totals, default=0)
-    chart = HourlyChart(title=title, peak=peak, first_hour=start)
+    chart = HourlyChart(title=title, peak=peak, first_hour=window.start)
     slot = CHART_WIDTH / CHART_HOURS
     chart.bar_width = slot - 2
     sums = dict.fromkeys(keys, 0)
@@ -83,7 +128,10 @@ def stuck_cutoff(now: dt.datetime) -> dt.datetime:
 
 def dashboard_context() -> dict:
     now = timezone.now()
-    since = now - dt.timedelta(hours=24)
+    window = Window.last_day(now)
+    task_day = day_series(counters.TASK, window)
+    operation_day = day_series(counters.OPERATION, window)
+    raw_day = day_series(counters.OPERATION_RAW, window)
     cutoff = stuck_cutoff(now)
     task_fields = (
         "id",
@@ -98,7 +146,7 @@ def dashboard_context() -> dict:
     )
     stuck = list(
         Task.objects.filter(status__in=("queued", "processing"), updated_at__lt=cutoff)
-        .order_by("updated_at")
+        .order_by("updated_at", "pk")  # as the list's "longest stuck first"
         .only(*task_fields)[: LIST_ROWS + 1]
     )
     op_fields = (
@@ -134,26 +182,25 @@ def dashboard_context() -> dict:
     return {
         "now": now,
         "stuck_minutes": settings.CONSOLE_STUCK_AFTER_MINUTES,
-        "task_counts": _count_rows(
-            counters.totals(counters.TASK, since), counters.totals(counters.TASK)
-        ),
+        "window": window,
+        "task_counts": _count_rows(series_totals(task_day), counters.totals(counters.TASK)),
         "operation_counts": _count_rows(
-            counters.totals(counters.OPERATION, since), counters.totals(counters.OPERATION)
+            series_totals(operation_day), counters.totals(counters.OPERATION)
         ),
-        "attention_counts": counters.totals(counters.OPERATION_RAW, since),
+        "attention_counts": series_totals(raw_day),
         "task_chart": hourly_chart(
             "Tasks created per hour, by product status",
-            counters.TASK,
+            task_day,
             DISPLAY_STATUSES,
             task_colours,
-            now,
+            window,
         ),
         "attention_chart": hourly_chart(
             "Operations needing attention, per hour created",
-            counters.OPERATION_RAW,
+            raw_day,
             (*ATTENTION_STATUSES, "projection_pending"),
             ATTENTION_COLOURS,
-            now,
+            window,
         ),
         "stuck": stuck[:LIST_ROWS],
         "stuck_more": len(stuck) > LIST_ROWS,

@@ -6,12 +6,11 @@ import datetime as dt
 from typing import Any
 
 from django.urls import reverse
-from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from beeos_console.core.tables import AgeColumn, CodeColumn, Column, Table, age, truncate
-from beeos_console.mirror.columns import IdColumn, RawColumn, StatusColumn, url_for
+from beeos_console.core.tables import AgeColumn, CodeColumn, Column, Table, age
+from beeos_console.mirror.columns import IdColumn, RawColumn, StatusColumn, short_id, url_for
 
 
 class TaskCountTable(Table):
@@ -23,17 +22,18 @@ class TaskCountTable(Table):
     day = Column("Last 24 h", accessor="", render="render_day")
     total = Column("All", accessor="", render="render_total")
 
-    def __init__(self, rows: Any, *, now: dt.datetime) -> None:
+    def __init__(self, rows: Any, *, now: dt.datetime, window_query: str) -> None:
         super().__init__(rows, now=now)
         self.list_url = reverse("tasks:list")
+        self.window_query = window_query
 
     def render_day(self, value: Any, row: tuple) -> SafeString:
-        since = timezone.localtime(self.now).strftime("%Y-%m-%dT%H:%M")
+        """The list of exactly the rows counted: this status, created in the window."""
         return format_html(
-            '<a href="{}?status={}&amp;created_after={}" class="num">{}</a>',
+            '<a href="{}?status={}&amp;{}" class="num">{}</a>',
             self.list_url,
             row[0],
-            since,
+            self.window_query,
             row[1],
         )
 
@@ -44,17 +44,13 @@ class TaskCountTable(Table):
 
 
 class OperationCountTable(TaskCountTable):
-    """Operations by display status (the 24 h count is not a list filter: plain number)."""
+    """Operations by display status, each count a filtered list."""
 
     empty_text = "No runtime operations mirrored yet."
-    day = Column("Last 24 h", accessor="", css_class="num", render="render_day")
 
-    def __init__(self, rows: Any, *, now: dt.datetime) -> None:
-        super().__init__(rows, now=now)
+    def __init__(self, rows: Any, *, now: dt.datetime, window_query: str) -> None:
+        super().__init__(rows, now=now, window_query=window_query)
         self.list_url = reverse("operations:list")
-
-    def render_day(self, value: Any, row: tuple) -> SafeString:
-        return format_html("{}", row[1])
 
 
 class StuckTaskTable(Table):
@@ -106,7 +102,7 @@ class UncertainCancelTable(Table):
             href = url_for(self, "tasks:detail")(value, protocol=c.protocol)
         else:
             href = url_for(self, "operations:detail")(value)
-        return format_html('<a href="{}"><code>{}</code></a>', href, truncate(value, 36))
+        return short_id(value, 36, href)
 
     def render_kind(self, value: str, c: Any) -> SafeString:
         if c.protocol:
@@ -126,9 +122,14 @@ class UncertainCancelTable(Table):
 def dashboard_tables(context: dict[str, Any]) -> dict[str, Table]:
     """The dashboard context's rows as tables (the template prints them)."""
     now = context["now"]
+    window_query = context["window"].query
     return {
-        "task_counts_table": TaskCountTable(context["task_counts"], now=now),
-        "operation_counts_table": OperationCountTable(context["operation_counts"], now=now),
+        "task_counts_table": TaskCountTable(
+            context["task_counts"], now=now, window_query=window_query
+        ),
+        "operation_counts_table": OperationCountTable(
+            context["operation_counts"], now=now, window_query=window_query
+        ),
         "stuck_table": StuckTaskTable(context["stuck"]),
         "attention_table": AttentionTable([*context["attention"], *context["pending_late"]]),
         "uncertain_table": UncertainCancelTable(context["uncertain_cancels"]),

@@ -20,6 +20,8 @@ from beeos_console.core.tables import (
     Column,
     Table,
     age,
+    id_parts,
+    middle,
     register_cell,
     short_age,
     truncate,
@@ -35,8 +37,10 @@ __all__ = [
     "UrlFor",
     "age",
     "badge",
+    "middle",
     "raw",
     "short_age",
+    "short_id",
     "truncate",
     "url_for",
 ]
@@ -94,11 +98,13 @@ class RawColumn(Column):
 
 
 class IdColumn(Column):
-    """An id in monospace, shortened, linked to its detail page (``url``: a URL name).
+    """An id in monospace, linked to its detail page (``url``: a URL name).
 
-    ``query`` (a table method name) adds a query string to the link, e.g. the
-    protocol that tells two tasks with one id apart; ``copy`` adds a copy button
-    (the id stays selectable without JavaScript).
+    Never broken mid-token: a middle ellipsis (``tsk_abc…xyz``) to ``length``
+    characters, the full id on hover (``title``) and a copy button (the id
+    stays selectable without JavaScript). ``query`` (a table method name) adds
+    a query string to the link, e.g. the protocol that tells two tasks with one
+    id apart.
     """
 
     def __init__(
@@ -107,10 +113,9 @@ class IdColumn(Column):
         url: str,
         length: int,
         query: str | None = None,
-        copy: bool = False,
         **kwargs: Any,
     ) -> None:
-        self.url_name, self.length, self.query, self.copy = url, length, query, copy
+        self.url_name, self.length, self.query = url, length, query
         super().__init__(*args, **kwargs)
 
     def href(self, value: str, row: Any, table: Table) -> str:
@@ -120,16 +125,14 @@ class IdColumn(Column):
         return href
 
     def parts(self, value: Any, row: Any, table: Table) -> tuple[str, ...]:
-        link = ('<a href="{}"><code>{}</code></a>', self.href(value, row, table))
-        if self.copy:
-            return (
-                link[0] + ' <button type="button" class="copy" data-copy="{}"'
-                ' title="Copy to clipboard">Copy</button>',
-                link[1],
-                truncate(value, self.length),
-                value,
-            )
-        return (*link, truncate(value, self.length))
+        return id_parts(value, self.length, self.href(value, row, table))
+
+
+def short_id(value: str, length: int = 24, href: str | None = None) -> SafeString:
+    """An id cell anywhere (templates, render methods): middle ellipsis, title, copy button."""
+    if not value:
+        return format_html('<span class="muted">{}</span>', "—")
+    return format_html(*id_parts(value, length, href))
 
 
 class FilterLinkColumn(Column):

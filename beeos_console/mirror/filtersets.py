@@ -12,6 +12,7 @@ from django.utils import timezone
 from beeos_console.core.filtersets import (
     AnyValueMultipleFilter,
     ConsoleFilterSet,
+    CreatedWithinFilter,
     IsSetFilter,
     UtcDateTimeFilter,
 )
@@ -58,6 +59,15 @@ class StuckFilter(django_filters.NumberFilter):
         )
 
 
+# ``?sort=stuck``: "longest stuck first" — non-terminal work only, oldest last
+# upstream change first (ascending keyset pages on ``updated_at``).
+STUCK_SORT = "stuck"
+STUCK_SORT_FIELD = "updated_at"
+STUCK_SORT_NOTE = (
+    "Longest stuck first: only queued and processing work, oldest last upstream change first."
+)
+
+
 class MirrorFilterSet(ConsoleFilterSet):
     """What every mirrored list filters on: projection, error, time, stuck (data filters only)."""
 
@@ -74,6 +84,7 @@ class MirrorFilterSet(ConsoleFilterSet):
     error_code = AnyValueMultipleFilter(label="Error code")
     # Set by the sync when BeeOS answered 404 for the object (partial index).
     upstream_missing = IsSetFilter(field_name="upstream_missing_at", label="Not found upstream")
+    created_within = CreatedWithinFilter()
     created_after = UtcDateTimeFilter(
         field_name="created_at", lookup_expr="gte", label="Created from"
     )
@@ -81,3 +92,10 @@ class MirrorFilterSet(ConsoleFilterSet):
         field_name="created_at", lookup_expr="lt", label="Created before"
     )
     stuck = StuckFilter(field_name="updated_at")
+
+    def filter_queryset(self, queryset: QuerySet) -> QuerySet:
+        queryset = super().filter_queryset(queryset)
+        if self.data.get("sort") == STUCK_SORT:
+            # "Longest stuck first" is about work that can still be stuck: never terminal rows.
+            queryset = queryset.filter(status__in=sorted(ACTIVE_PRODUCT_STATUSES))
+        return queryset

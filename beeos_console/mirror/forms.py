@@ -5,8 +5,14 @@ from __future__ import annotations
 from django import forms
 
 from beeos_console.core.filtersets import choice_pairs
-from beeos_console.core.forms import FilterForm, checkbox_field, datetime_field, sort_field
-from beeos_console.mirror.filtersets import MAX_STUCK_MINUTES, TASK_ERROR_CODES
+from beeos_console.core.forms import (
+    FilterForm,
+    checkbox_field,
+    created_within_field,
+    datetime_field,
+    sort_field,
+)
+from beeos_console.mirror.filtersets import MAX_STUCK_MINUTES, STUCK_SORT, TASK_ERROR_CODES
 from beeos_console.mirror.states import DISPLAY_STATUSES, OUTCOME_CERTAINTIES, RETRY_POLICIES
 
 
@@ -19,12 +25,19 @@ class MirrorFilterForm(FilterForm):
     # Suggested task error codes (any value is searchable); operations suggest their own.
     error_code = checkbox_field(choice_pairs(TASK_ERROR_CODES), "Error code")
     upstream_missing = forms.NullBooleanField(label="Not found upstream", required=False)
-    created_after = datetime_field("Created from")
-    created_before = datetime_field("Created before")
+    created_within = created_within_field()
+    created_after = datetime_field("Custom: created from (UTC)")
+    created_before = datetime_field("Custom: created before (UTC)")
     stuck = forms.DecimalField(
         label="Stuck for more than (minutes)",
         min_value=1,
         max_value=MAX_STUCK_MINUTES,
         required=False,
     )
-    sort = sort_field([("created", "Newest created"), ("updated", "Recently updated")])
+    sort = sort_field(
+        [
+            ("created", "Newest created"),
+            ("updated", "Recently updated"),
+            (STUCK_SORT, "Longest stuck first"),
+        ]
+    )

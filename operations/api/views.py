@@ -21,6 +21,7 @@ from operations.services.cancel import cancel_operation
 
 
 class RuntimeOperationViewSet(IdLookupMixin, viewsets.ReadOnlyModelViewSet):
+    saved_view_kind = "operations"  # ?view=<id>: a saved view of this list
     permission_classes = [IsSupport]
     filterset_class = RuntimeOperationFilterSet
     pagination_class = KeysetPagination

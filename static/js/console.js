@@ -66,6 +66,67 @@
     });
   });
 
+  // Back/Forward on a list: the filter form carries hx-history="false", so htmx keeps
+  // no DOM snapshot and re-renders the page (form, chips, results) from the URL.
+  // A request that would push the URL already shown (Enter in a field that did not
+  // change, a second submit) replaces the entry instead: one action, one entry.
+  document.addEventListener("htmx:beforeHistoryUpdate", function (event) {
+    var update = event.detail.history;
+    if (!update || update.type !== "push") return;
+    if (new URL(update.path, location.href).href === location.href) update.type = "replace";
+  });
+
+  // Auto-refresh never wipes what the user is doing: while rows are selected, an
+  // inline cancel form is open, a field has focus or holds text not applied yet,
+  // the poll is skipped and the page says so.
+  var TEXT_TYPES = /^(text|search|number|email|url|tel|password|date|datetime-local|time|month|week)$/;
+  function isTyping(el) {
+    if (!el || !el.tagName) return false;
+    var tag = el.tagName.toLowerCase();
+    if (tag === "textarea" || tag === "select") return true;
+    return tag === "input" && TEXT_TYPES.test(el.type || "text");
+  }
+  function userIsWorking() {
+    var listing = document.querySelector(".listing");
+    if (!listing) return false;
+    if (listing.querySelector("input[name=pick]:checked")) return true;
+    if (listing.querySelector(".cancel-row, .inline-cancel")) return true;
+    var active = document.activeElement;
+    if (active && listing.contains(active) && isTyping(active)) return true;
+    var fields = listing.querySelectorAll("input, textarea");
+    for (var i = 0; i < fields.length; i++) {
+      if (isTyping(fields[i]) && fields[i].value !== fields[i].defaultValue) return true;
+    }
+    return false;
+  }
+  function showRefreshState() {
+    var note = document.querySelector("[data-auto-refresh]");
+    if (!note) return;
+    var paused = userIsWorking();
+    note.textContent = paused ? "Auto-refresh paused while you work" : note.getAttribute("data-refresh-text");
+    note.classList.toggle("paused", paused);
+  }
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    var elt = event.detail.elt;
+    if (!elt || !elt.hasAttribute || !elt.hasAttribute("data-auto-refresh")) return;
+    if (userIsWorking()) {
+      event.preventDefault();
+      showRefreshState();
+    }
+  });
+  // Text a filter request sent is applied, not pending any more.
+  document.addEventListener("htmx:afterRequest", function (event) {
+    var form = event.detail.elt;
+    if (!form || !form.hasAttribute || !form.hasAttribute("data-filter-form")) return;
+    if (!event.detail.successful && !(event.detail.xhr && event.detail.xhr.status === 400)) return;
+    form.querySelectorAll("input, textarea").forEach(function (field) {
+      if (isTyping(field)) field.defaultValue = field.value;
+    });
+  });
+  ["focusin", "focusout", "input", "change", "click", "htmx:afterSettle"].forEach(function (name) {
+    document.addEventListener(name, function () { setTimeout(showRefreshState, 0); });
+  });
+
   // A request that fails shows its message where the user clicked. 4xx answers are
   // the console's own fragments (swapped in by the htmx-config above); a 5xx or a
   // lost connection has no fragment, so say so next to the element that sent it.

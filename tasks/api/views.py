@@ -25,6 +25,7 @@ class TaskViewSet(IdLookupMixin, viewsets.ReadOnlyModelViewSet):
     """Mirrored tasks. Detail by task id (percent-encoded, `%2F` for `/`); add `?protocol=`
     when the id exists twice."""
 
+    saved_view_kind = "tasks"  # ?view=<id>: a saved view of this list
     permission_classes = [IsSupport]
     filterset_class = TaskFilterSet
     pagination_class = KeysetPagination
@@ -70,6 +71,7 @@ class TaskViewSet(IdLookupMixin, viewsets.ReadOnlyModelViewSet):
 
 
 class MessageViewSet(IdLookupMixin, viewsets.ReadOnlyModelViewSet):
+    saved_view_kind = "messages"  # ?view=<id>: a saved view of this list
     permission_classes = [IsSupport]
     filterset_class = MessageFilterSet
     pagination_class = KeysetPagination

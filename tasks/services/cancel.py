@@ -15,6 +15,7 @@ from django.db import transaction
 from beeos_console.auditlog.services import Actor
 from beeos_console.cancels.engine import CancelOutcome, CancelTarget, Refusal, request_cancel
 from beeos_console.cancels.gateways import Gateway, GatewayAnswer
+from beeos_console.mirror import words
 from tasks import states
 from tasks.models import Task
 
@@ -73,11 +74,19 @@ def cancel_refusal(task: Task) -> Refusal | None:
             summary=f"unmapped state {task.raw_state!r}: cannot tell whether a cancel is safe",
         )
     return Refusal(
-        f"The task has already ended: {states.explain(task.protocol, task.raw_state, projection)}."
-        " No call was made.",
+        f"The task has already ended ({ended_words(projection)}). No call was made.",
         code="ended",
         summary=f"already {projection.status}",
     )
+
+
+def ended_words(projection: states.Projection) -> str:
+    """How a terminal task ended, in words: status, reason, what to do (no rule syntax)."""
+    parts = [projection.status]
+    if projection.reason:
+        parts.append(words.reason_words(projection.reason))
+    parts.append(words.retry_words(projection.retry_policy))
+    return "; ".join(parts)
 
 
 class TaskCancelTarget(CancelTarget):

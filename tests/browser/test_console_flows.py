@@ -178,9 +178,10 @@ def test_filter_failed_tasks_and_open_an_uncertain_timeout(page: Page, support_l
     expect(raw).to_have_text("timeout")
     font = raw.evaluate("el => getComputedStyle(el).fontFamily")
     assert "monospace" in font, font
-    expect(page.locator("dd.rule")).to_contain_text(
-        "OpenAPI `timeout` → failed · timeout · uncertain · manual review"
-    )
+    # Issue #14: support reads the status in words; the rule syntax is for admins.
+    expect(page.locator(".status-words")).to_contain_text("Timed out: the command may have")
+    expect(page.locator(".status-words")).to_contain_text("Manual review: check with")
+    expect(page.locator("dd.rule")).to_have_count(0)
     expect(page.locator(".status-line")).to_contain_text("retry policy: manual_review")
     banner = page.locator(".banner-warning[role=alert]")
     expect(banner).to_contain_text("Outcome uncertain.")
@@ -192,7 +193,7 @@ def test_back_button_returns_to_the_filtered_list(page: Page, support_login):
     open_tasks_filtered_by_failed(page)
     filtered_url = page.url
     rows(page).first.locator("td:first-child a").click()
-    expect(page.locator("dd.rule")).to_be_visible()
+    expect(page.locator(".status-words")).to_be_visible()
 
     page.go_back()
     expect(page).to_have_url(filtered_url)

@@ -9,7 +9,7 @@ from django import template
 from django.utils.html import format_html
 
 from beeos_console.core import links
-from beeos_console.mirror import columns
+from beeos_console.mirror import columns, words
 
 register = template.Library()
 
@@ -80,3 +80,21 @@ def make_list_words(value: str) -> list[str]:
 @register.filter
 def get_item(mapping: dict, key: str) -> object:
     return mapping.get(key) if isinstance(mapping, dict) else None
+
+
+# Plain words for every status (``beeos_console.mirror.words``): detail pages, refusals.
+register.filter("reason_words", words.reason_words)
+register.filter("certainty_words", words.certainty_words)
+register.filter("retry_words", words.retry_words)
+register.filter("error_code_words", words.error_code_words)
+
+
+@register.simple_tag
+def what_to_do(status: str, certainty: str, policy: str) -> str:
+    return words.what_to_do(status, certainty, policy)
+
+
+@register.simple_tag
+def short_id(value: str, length: int = 24) -> str:
+    """An id that never breaks mid-token: middle ellipsis, full id on hover, copy button."""
+    return columns.short_id(value, length)
