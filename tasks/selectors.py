@@ -59,6 +59,35 @@ def deciding_reply(task: Task) -> Message | None:
     )
 
 
+def latest_agent_reply(task: Task) -> Message | None:
+    """The agent's newest reply in any state (a cancel warns when it has already ended)."""
+    return (
+        Message.objects.filter(task=task, type=states.AGENT_REPLY)
+        .order_by("-created_at", "-id")
+        .only("id", "message_id", "state", "stop_reason")
+        .first()
+    )
+
+
+def cancel_warnings(task: Task, latest_reply: Message | None) -> list[str]:
+    """What an operator should know before cancelling this task, in words."""
+    warnings = []
+    if latest_reply is not None and states.is_message_terminal(latest_reply.state):
+        how = latest_reply.state + (
+            f", {latest_reply.stop_reason}" if latest_reply.stop_reason else ""
+        )
+        warnings.append(
+            f"The agent's latest reply has already ended ({how}): the task may be about to "
+            "finish by itself. Look at the message timeline before cancelling."
+        )
+    if states.project(task.protocol, task.raw_state).reason == "auth_required":
+        warnings.append(
+            "The task is waiting for the caller to sign in. Cancelling ends it: the caller "
+            "will have to start again."
+        )
+    return warnings
+
+
 def artifacts(task: Task) -> list[Artifact]:
     """The artifacts the task's last snapshot carried (A2A)."""
     return list(task.artifacts.all())

@@ -83,6 +83,7 @@ def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
         messages.warning(request, str(exc))
         timeline = selectors.timeline(task, limit=TIMELINE_PAGE)
         status = 400
+    refusal = cancel_refusal(task)
     context = {
         "task": task,
         "projection": projection,
@@ -92,8 +93,10 @@ def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
         ),
         "timeline": timeline,
         "deciding_reply": selectors.deciding_reply(task),
+        # Read whatever the state, so the page costs the same queries every time.
+        "cancel_warnings": selectors.cancel_warnings(task, selectors.latest_agent_reply(task)),
         "artifacts": selectors.artifacts(task),
-        "cancel_refusal": cancel_refusal(task),
+        "cancel_refusal": refusal,
         "idempotency_key": new_idempotency_key(),
         "last_cancel": last_cancel_request("task", task.task_id, protocol=task.protocol),
         "trail": audit_trail("task", task.task_id),

@@ -8,7 +8,7 @@ from beeos_console.auditlog.services import Actor
 from beeos_console.cancels import bulk
 from tasks.models import Task
 
-from .factories import make_task
+from .factories import make_message, make_task
 
 pytestmark = pytest.mark.django_db
 
@@ -68,3 +68,19 @@ def test_after_an_htmx_cancel_the_audit_trail_refreshes_in_place(operator):
     assert "task.cancel" in trail and "customer asked" in trail
     detail = operator.get(f"/tasks/{task.task_id}/").content.decode()
     assert '<div id="audit-trail">' in detail
+
+
+def test_a_warning_before_cancelling_a_task_whose_latest_reply_has_ended(operator):
+    task = make_task("running")
+    make_message(task, state="completed", stop_reason="end_turn")
+    html = operator.get(f"/tasks/{task.task_id}/").content.decode()
+    assert "cancel-warning" in html and "latest reply has already ended (completed" in html
+    quiet = make_task("running")
+    make_message(quiet, state="streaming", stop_reason=None)
+    assert "cancel-warning" not in operator.get(f"/tasks/{quiet.task_id}/").content.decode()
+
+
+def test_a_warning_before_cancelling_a_task_waiting_for_sign_in(operator):
+    task = make_task("auth_required")
+    html = operator.get(f"/tasks/{task.task_id}/").content.decode()
+    assert "waiting for the caller to sign in" in html
