@@ -26,7 +26,7 @@ PG_UP = pg_down() { :; }; \
 	fi; \
 	trap pg_down EXIT; trap 'exit 130' INT; trap 'exit 141' PIPE; trap 'exit 143' TERM HUP
 
-.PHONY: run worker test lint format migrate seed install clean vendor-htmx
+.PHONY: run worker test lint format migrate seed install clean vendor-htmx vendor-axe
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -88,6 +88,15 @@ vendor-htmx:
 	  && tar xzf htmx.org-$(HTMX_VERSION).tgz \
 	  && cp package/dist/htmx.min.js $(CURDIR)/static/vendor/htmx-$(HTMX_VERSION).min.js
 	sha256sum static/vendor/htmx-$(HTMX_VERSION).min.js
+
+# Re-vendor axe-core (the browser tests' accessibility checks; never served) at the pinned version.
+AXE_VERSION := 4.14.1
+vendor-axe:
+	tmp=$$(mktemp -d) && cd $$tmp && npm pack --silent axe-core@$(AXE_VERSION) >/dev/null \
+	  && tar xzf axe-core-$(AXE_VERSION).tgz \
+	  && cp package/axe.min.js $(CURDIR)/tests/browser/vendor/axe-core-$(AXE_VERSION).min.js \
+	  && cp package/LICENSE $(CURDIR)/tests/browser/vendor/axe-core-LICENSE
+	sha256sum tests/browser/vendor/axe-core-$(AXE_VERSION).min.js
 
 clean:
 	if [ -x $(BIN)/python ]; then $(EMBEDDED_PG) stop; fi

@@ -409,7 +409,9 @@ def test_dashboard_counts_and_attention(support):
     response = support.get(reverse("dashboard"))
     html = response.content.decode()
     assert "Stuck work" in html and "Operations needing attention" in html
-    assert '<svg viewBox="0 0 480 96"' in html
+    # 96 px of bars and a 16 px time axis under them, labelled in UTC hours.
+    assert '<svg viewBox="0 0 480 112"' in html
+    assert 'class="tick"' in html and "times in UTC" in html
     assert "outcome_unknown" in html
 
 

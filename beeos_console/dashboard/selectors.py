@@ -25,6 +25,12 @@ LIST_ROWS = 10
 CHART_HOURS = 24
 CHART_WIDTH = 480
 CHART_HEIGHT = 96
+# Below the bars: the time axis (hour labels every CHART_TICK_HOURS hours).
+CHART_AXIS_HEIGHT = 16
+CHART_TICK_HOURS = 6
+# Colour is never the only signal: each series also has its own fill pattern
+# (drawn by console/_chart.html), numbered in legend order.
+CHART_PATTERNS = ("solid", "stripes", "dots", "hlines", "vlines", "cross")
 
 
 @dataclass
@@ -34,6 +40,18 @@ class Bar:
     height: float
     colour: str
     label: str
+    pattern: str = "solid"
+    series: int = 0
+
+
+@dataclass(frozen=True)
+class Series:
+    """One legend entry: its colour, its pattern and its 24 h total."""
+
+    key: str
+    colour: str
+    pattern: str
+    total: int
 
 
 @dataclass
@@ -48,6 +66,16 @@ class HourlyChart:
     bar_width: float = 0.0
     legend: list[tuple[str, str, int]] = field(default_factory=list)
     first_hour: dt.datetime | None = None
+    slug: str = "chart"
+    axis_height: int = CHART_AXIS_HEIGHT
+    ticks: list[tuple[float, str]] = field(default_factory=list)
+    series: list[Series] = field(default_factory=list)
+    # The numbers as text, hour by hour: (hour label, counts in legend order, total).
+    rows: list[tuple[str, list[int], int]] = field(default_factory=list)
+
+    @property
+    def full_height(self) -> int:
+        return self.height + self.axis_height
 
 
 @dataclass(frozen=True)
@@ -98,16 +126,23 @@ def hourly_chart(
     keys: tuple[str, ...],
     colours: dict[str, str],
     window: Window,
+    slug: str = "chart",
 ) -> HourlyChart:
     """The window's series as stacked bars; its legend sums are the card's "last 24 h" numbers."""
     hours = window.hours
     totals = [sum(series.get(h, {}).get(k, 0) for k in keys) for h in hours]
     peak = max(totals, default=0)
-    chart = HourlyChart(title=title, peak=peak, first_hour=window.start)
+    chart = HourlyChart(title=title, peak=peak, first_hour=window.start, slug=slug)
     slot = CHART_WIDTH / CHART_HOURS
     chart.bar_width = slot - 2
     sums = dict.fromkeys(keys, 0)
+    patterns = {key: (CHART_PATTERNS[i % len(CHART_PATTERNS)], i) for i, key in enumerate(keys)}
     for i, hour in enumerate(hours):
+        if i % CHART_TICK_HOURS == 0 or i == len(hours) - 1:
+            chart.ticks.append((i * slot + slot / 2, f"{hour:%H}:00"))
+        counts = [series.get(hour, {}).get(key, 0) for key in keys]
+        if any(counts):
+            chart.rows.append((f"{hour:%Y-%m-%d %H}:00", counts, sum(counts)))
         y = float(CHART_HEIGHT)
         for key in keys:
             n = series.get(hour, {}).get(key, 0)
@@ -117,8 +152,11 @@ def hourly_chart(
             h = CHART_HEIGHT * n / peak
             y -= h
             label = f"{hour:%H:00} UTC: {n} {key}"
-            chart.bars.append(Bar(i * slot + 1, y, h, colours.get(key, "grey"), label))
+            chart.bars.append(
+                Bar(i * slot + 1, y, h, colours.get(key, "grey"), label, *patterns[key])
+            )
     chart.legend = [(key, colours.get(key, "grey"), sums[key]) for key in keys]
+    chart.series = [Series(k, colour, patterns[k][0], total) for k, colour, total in chart.legend]
     return chart
 
 
@@ -194,6 +232,7 @@ def dashboard_context() -> dict:
             DISPLAY_STATUSES,
             task_colours,
             window,
+            slug="tasks",
         ),
         "attention_chart": hourly_chart(
             "Operations needing attention, per hour created",
@@ -201,6 +240,7 @@ def dashboard_context() -> dict:
             (*ATTENTION_STATUSES, "projection_pending"),
             ATTENTION_COLOURS,
             window,
+            slug="attention",
         ),
         "stuck": stuck[:LIST_ROWS],
         "stuck_more": len(stuck) > LIST_ROWS,

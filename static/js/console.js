@@ -160,4 +160,91 @@
       "page changed: check your connection, reload the page, and look at the item before " +
       "trying again.");
   });
+
+  // Issue #14, point 9: theme toggle, list keys (j/k/Enter, ?).
+  function typingIn(t) {
+    var tag = t && t.tagName ? t.tagName.toLowerCase() : "";
+    return tag === "input" || tag === "textarea" || tag === "select" || !!(t && t.isContentEditable);
+  }
+
+  // Dark mode: the system setting unless the header toggle chose (theme.js applies it early).
+  var darkQuery = window.matchMedia ? window.matchMedia("(prefers-color-scheme: dark)") : null;
+  function currentTheme() {
+    var chosen = document.documentElement.getAttribute("data-theme");
+    if (chosen === "dark" || chosen === "light") return chosen;
+    return darkQuery && darkQuery.matches ? "dark" : "light";
+  }
+  function showTheme() {
+    var dark = currentTheme() === "dark";
+    document.querySelectorAll("[data-theme-toggle]").forEach(function (button) {
+      button.setAttribute("aria-pressed", dark ? "true" : "false");
+      button.textContent = "Dark mode";
+      button.title = dark ? "Dark mode is on: switch to light" : "Dark mode is off: switch to dark";
+    });
+  }
+  document.addEventListener("click", function (event) {
+    if (!event.target.closest("[data-theme-toggle]")) return;
+    var next = currentTheme() === "dark" ? "light" : "dark";
+    document.documentElement.setAttribute("data-theme", next);
+    try { window.localStorage.setItem("console-theme", next); } catch (e) { /* not remembered */ }
+    showTheme();
+  });
+  if (darkQuery && darkQuery.addEventListener) darkQuery.addEventListener("change", showTheme);
+
+  // "?" (and the header's Keys button) shows the shortcuts; Escape closes the dialog.
+  function keysDialog() { return document.getElementById("keys-dialog"); }
+  function openKeys() {
+    var dialog = keysDialog();
+    if (dialog && !dialog.open && dialog.showModal) dialog.showModal();
+  }
+  document.addEventListener("click", function (event) {
+    if (event.target.closest("[data-keys-open]")) openKeys();
+  });
+
+  // j / k move through the list rows (each row's first link); Enter opens that row.
+  function listRows() {
+    return Array.prototype.filter.call(
+      document.querySelectorAll("main table.list tbody tr"),
+      function (row) { return row.querySelector("a[href]"); }
+    );
+  }
+  function selectRow(row) {
+    document.querySelectorAll("tr.row-selected").forEach(function (old) {
+      old.classList.remove("row-selected");
+      old.removeAttribute("aria-selected");
+    });
+    row.classList.add("row-selected");
+    if (!row.hasAttribute("tabindex")) row.setAttribute("tabindex", "-1");
+    row.focus();
+    row.scrollIntoView({ block: "nearest" });
+  }
+  document.addEventListener("keydown", function (event) {
+    if (event.ctrlKey || event.metaKey || event.altKey || typingIn(event.target)) return;
+    var dialog = keysDialog();
+    if (dialog && dialog.open) return;
+    if (event.key === "?") {
+      event.preventDefault();
+      openKeys();
+      return;
+    }
+    if (event.key === "j" || event.key === "k") {
+      var rows = listRows();
+      if (!rows.length) return;
+      var current = rows.indexOf(document.querySelector("tr.row-selected"));
+      var next = current < 0 ? 0 : current + (event.key === "j" ? 1 : -1);
+      event.preventDefault();
+      selectRow(rows[Math.max(0, Math.min(rows.length - 1, next))]);
+      return;
+    }
+    if (event.key === "Enter") {
+      var row = event.target.closest && event.target.closest("tr.row-selected");
+      if (!row) return;
+      var link = row.querySelector("a[href]");
+      if (!link) return;
+      event.preventDefault();
+      window.location.assign(link.href);
+    }
+  });
+
+  document.addEventListener("DOMContentLoaded", showTheme);
 })();

@@ -1,0 +1,221 @@
+"""Issue #14, point 9 ("Everywhere, everyone"): narrow screens, keyboard, dark mode, axe-core.
+
+Every page the console has is visited as an admin (who sees them all): at 390 px
+nothing scrolls sideways and the navigation stays reachable, a skip link leads to
+the main content, j/k/Enter/? work on lists, dark mode follows the system and the
+header toggle, and axe-core (vendored, pinned: ``make vendor-axe``) finds no
+critical or serious violation. Screenshots of every page at 1440 and 390 px land
+in ``test-output/screenshots/pages/`` for a human to look at.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.contrib.auth.models import Group
+from django.urls import reverse
+from playwright.sync_api import Page, expect
+
+from beeos_console.auditlog.services import Actor
+from beeos_console.core import roles
+from tasks.services.write import ingest_message
+
+from .conftest import HERE, SCREENSHOTS, login
+from .test_console_flows import PASSWORD, iso, seed_operations, seed_tasks
+
+AXE = HERE / "vendor" / "axe-core-4.14.1.min.js"
+NARROW = {"width": 390, "height": 844}
+WIDE = {"width": 1440, "height": 900}
+
+
+@pytest.fixture
+def pages(page: Page, live_server, django_user_model) -> dict[str, str]:
+    """Seed tasks, operations and a message; log in as an admin; every page's path by name."""
+    seed_tasks()
+    seed_operations()
+    ingest_message(
+        {
+            "id": "msg_a11y_1",
+            "conversation_id": "tsk_failed_Z20",
+            "type": "agent_reply",
+            "sender": "agt_Fz3Kq8LmW2Xv",
+            "body": "Could not reach the mailbox.",
+            "state": "failed",
+            "stop_reason": "error",
+            "created_at": iso(2),
+        },
+        actor=Actor.system(),
+    )
+    user = django_user_model.objects.create_user(username="ada-a11y", password=PASSWORD)
+    for role in (roles.SUPPORT, roles.OPERATOR, roles.ADMIN):
+        user.groups.add(Group.objects.get_or_create(name=role)[0])
+    login(page, live_server, "ada-a11y", PASSWORD)
+
+    page.goto(reverse("operations:list"))
+    operation_detail = page.locator("main table.list tbody tr a[href]").first.get_attribute("href")
+    return {
+        "dashboard": reverse("dashboard"),
+        "tasks": reverse("tasks:list"),
+        "operations": reverse("operations:list"),
+        "messages": reverse("tasks:messages"),
+        "task-detail": "/tasks/tsk_timeout_Q81/?protocol=openapi",
+        "operation-detail": operation_detail,
+        "saved-views": reverse("saved-views:list"),
+        "bulk-jobs": reverse("bulk:list"),
+        "search": reverse("search") + "?q=tsk_failed",
+        "audit-log": reverse("audit:log"),
+        "projection-audit": reverse("audit:projections"),
+        "lockouts": reverse("audit:lockouts"),
+    }
+
+
+def visit(page: Page, path: str) -> None:
+    page.goto(path)
+    page.wait_for_load_state("load")
+
+
+def test_at_390_px_no_page_scrolls_sideways_and_the_navigation_stays_reachable(
+    page: Page, pages: dict[str, str]
+):
+    page.set_viewport_size(NARROW)
+    for name, path in pages.items():
+        visit(page, path)
+        widths = page.evaluate(
+            "() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+        )
+        assert widths[0] <= widths[1], f"{name} scrolls sideways at 390 px: {widths}"
+        for control in (
+            page.get_by_role("navigation", name="Main").get_by_role("link", name="Tasks"),
+            page.get_by_role("navigation", name="Main").get_by_role("link", name="Lockouts"),
+            page.get_by_role("button", name="Log out"),
+            page.get_by_role("searchbox"),
+        ):
+            expect(control).to_be_visible()
+            box = control.bounding_box()
+            assert box and box["x"] >= 0 and box["x"] + box["width"] <= NARROW["width"], name
+
+
+def test_a_skip_link_leads_to_the_main_content_on_every_page(page: Page, pages: dict[str, str]):
+    for name, path in pages.items():
+        visit(page, path)
+        page.keyboard.press("Tab")
+        skip = page.get_by_role("link", name="Skip to main content")
+        expect(skip, name).to_be_focused()
+        expect(skip, name).to_be_in_viewport()
+        page.keyboard.press("Enter")
+        expect(page, name).to_have_url(re.compile(r"#main$"))
+        expect(page.locator("main#main"), name).to_be_focused()
+
+
+def test_j_k_move_through_rows_enter_opens_and_question_mark_lists_the_keys(
+    page: Page, pages: dict[str, str]
+):
+    visit(page, pages["tasks"])
+    rows = page.locator("main table.list tbody tr")
+    page.keyboard.press("j")
+    expect(rows.nth(0)).to_have_class(re.compile(r"\brow-selected\b"))
+    outline = rows.nth(0).evaluate("r => getComputedStyle(r).outlineStyle")
+    assert outline == "solid", "the selected row has no visible mark"
+    page.keyboard.press("j")
+    page.keyboard.press("j")
+    page.keyboard.press("k")
+    expect(rows.nth(1)).to_have_class(re.compile(r"\brow-selected\b"))
+    expect(page.locator("tr.row-selected")).to_have_count(1)
+    href = rows.nth(1).locator("a[href]").first.get_attribute("href")
+    page.keyboard.press("Enter")
+    expect(page).to_have_url(re.compile(re.escape(href) + "$"))
+
+    # "?" shows the keys; Escape closes them.
+    page.keyboard.press("?")
+    dialog = page.get_by_role("dialog", name="Keyboard shortcuts")
+    expect(dialog).to_be_visible()
+    expect(dialog).to_contain_text("j")
+    page.keyboard.press("Escape")
+    expect(dialog).to_be_hidden()
+
+    # Never while typing in a field.
+    visit(page, pages["tasks"])
+    page.keyboard.press("/")
+    expect(page.locator("#console-search")).to_be_focused()
+    page.keyboard.type("jk?")
+    expect(page.locator("#console-search")).to_have_value("jk?")
+    expect(page.locator("tr.row-selected")).to_have_count(0)
+    expect(dialog).to_be_hidden()
+
+
+def background(page: Page) -> str:
+    return page.evaluate("() => getComputedStyle(document.body).backgroundColor")
+
+
+def is_dark(colour: str) -> bool:
+    r, g, b = (int(n) for n in re.findall(r"\d+", colour)[:3])
+    return (r + g + b) / 3 < 80
+
+
+def test_dark_mode_follows_the_system_and_the_toggle_is_remembered(
+    page: Page, pages: dict[str, str]
+):
+    visit(page, pages["dashboard"])
+    assert not is_dark(background(page))
+    page.emulate_media(color_scheme="dark")
+    assert is_dark(background(page)), "the system's dark setting is not followed"
+    toggle = page.get_by_role("button", name="Dark mode")
+    expect(toggle).to_have_attribute("aria-pressed", "true")
+
+    toggle.click()  # light, though the system is dark
+    assert not is_dark(background(page))
+    visit(page, pages["tasks"])
+    assert not is_dark(background(page)), "the choice is not remembered"
+    expect(toggle).to_have_attribute("aria-pressed", "false")
+
+    page.emulate_media(color_scheme="light")
+    toggle.click()  # dark, though the system is light
+    visit(page, pages["dashboard"])
+    assert is_dark(background(page))
+    expect(toggle).to_have_attribute("aria-pressed", "true")
+
+
+def axe_violations(page: Page) -> list[str]:
+    page.add_script_tag(path=str(AXE))
+    result = page.evaluate("async () => await axe.run(document)")
+    assert result["passes"], "axe-core checked nothing"
+    return [
+        f"{v['impact']} {v['id']}: {v['help']} -> "
+        + "; ".join(" ".join(node["target"]) for node in v["nodes"][:5])
+        for v in result["violations"]
+        if v["impact"] in ("critical", "serious")
+    ]
+
+
+def test_axe_finds_no_critical_or_serious_violation(
+    browser, live_server, page: Page, pages: dict[str, str]
+):
+    # axe is injected as a script: only this context may bypass the CSP.
+    context = browser.new_context(viewport=WIDE, base_url=live_server.url, bypass_csp=True)
+    context.add_cookies(page.context.cookies())
+    axe_page = context.new_page()
+    try:
+        found = {}
+        for scheme in ("light", "dark"):
+            axe_page.emulate_media(color_scheme=scheme)
+            for name, path in pages.items():
+                visit(axe_page, path)
+                if violations := axe_violations(axe_page):
+                    found[f"{name} ({scheme})"] = violations
+        assert not found, found
+    finally:
+        context.close()
+
+
+def test_screenshots_of_every_page_at_1440_and_390_px(page: Page, pages: dict[str, str]):
+    folder = SCREENSHOTS / "pages"
+    folder.mkdir(parents=True, exist_ok=True)
+    page.set_default_timeout(30_000)  # 24 full-page shots, on a machine that may be busy
+    for size in (WIDE, NARROW):
+        page.set_viewport_size(size)
+        for name, path in pages.items():
+            visit(page, path)
+            target = folder / f"{name}-{size['width']}.png"
+            page.screenshot(path=str(target), full_page=True, animations="disabled")
+            assert target.stat().st_size > 0
