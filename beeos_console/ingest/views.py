@@ -1,14 +1,7 @@
-"""The ingest API: feeders push BeeOS snapshots, one result per record.
+"""``POST /api/v1/ingest/``: the body's caps and JSON parsing, then ``ingest.services``.
 
-``POST /api/v1/ingest/`` with ``{"records": [{"kind": KIND, "data": {...}}]}``.
-Each record is written whole or not at all; a rejected record never blocks
-the valid ones. Caps: ``INGEST_MAX_RECORDS`` records and ``INGEST_MAX_BYTES``
-bytes per call (413 above either).
-
-Every record is validated first; the valid ones are then written set-based
-(``beeos_console.mirror.batch``) in one transaction. Should that fail, it is rolled
-back and the records replayed one by one through the services, each in its
-own transaction, so the answers do not depend on which path wrote them.
+The caps (``INGEST_MAX_RECORDS`` records, ``INGEST_MAX_BYTES`` bytes: 413 above
+either) are the view's; how records are validated and written is the service's.
 """
 
 from __future__ import annotations
