@@ -89,6 +89,18 @@ class TestEachExportMatchesItsList:
             t.task_id for t in expected(TaskFilterSet, "", Task, sort="updated_at")
         ]
 
+    def test_longest_stuck_first_is_the_order_of_the_file_too(self, client, support_user, data):
+        for minutes in (30, 90, 60):
+            make_task("running", minutes_ago=minutes)
+        client.force_login(support_user)
+        _, rows, _ = read(client.get("/tasks/export.csv?sort=stuck"))
+        assert len(rows) == 4
+        page = client.get("/tasks/?sort=stuck").content.decode()
+        ids = [r[0] for r in rows]
+        assert ids and all(i in page for i in ids)
+        stuck = [t for t in Task.objects.order_by("updated_at", "pk") if t.task_id in ids]
+        assert ids == [t.task_id for t in stuck]  # oldest last change first, not newest
+
     def test_messages(self, client, support_user, data):
         client.force_login(support_user)
         header, rows, last = read(client.get("/messages/export.csv?state=completed"))

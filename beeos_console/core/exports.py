@@ -166,8 +166,9 @@ class ListCsvExport(View):
                 status=400,
                 content_type="text/plain",
             )
-        sort_field = lv.sort_fields.get(sort, lv.sort_fields[lv.default_sort])
-        queryset = filterset.qs.order_by(f"-{sort_field}", "-pk")
+        sort_field, ascending = lv.sort_order(sort)
+        order = (sort_field, "pk") if ascending else (f"-{sort_field}", "-pk")
+        queryset = filterset.qs.order_by(*order)
         response = StreamingHttpResponse(
             stream_csv(queryset, tuple(lv.export_columns), max_rows=export_max_rows()),
             content_type="text/csv; charset=utf-8",
