@@ -239,7 +239,13 @@ def json_safe(payload: Any) -> Any:
     problems = payload_problems(payload)
     if problems:
         raise IngestError(problems)
-    return json.loads(json.dumps(payload, default=str))
+    return stored_json(payload)
+
+
+def stored_json(checked: Any) -> Any:
+    """``checked`` as a JSONField will store it, for a payload a top-level ``Reader``
+    has already walked (``payload_problems`` ran there: no second walk)."""
+    return json.loads(json.dumps(checked, default=str))
 
 
 _UNSTORABLE_MESSAGE = (

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from beeos_console.mirror.edge import Reader, digest, json_safe
+from beeos_console.mirror.edge import Reader, digest, stored_json
 from beeos_console.mirror.states import Projection
 from operations import states
 
@@ -95,7 +95,7 @@ class OperationSnapshot:
 def parse_operation_snapshot(data: Any) -> OperationSnapshot:
     """A RuntimeOperationSnapshot, validated at the edge."""
     fields = parse_runtime_operation(data)
-    payload = json_safe(data)
+    payload = stored_json(data)
     operation_id = fields.pop("operation_id")
     return OperationSnapshot(
         operation_id, fields, project_operation(fields), payload, digest(payload)
@@ -140,4 +140,4 @@ def parse_event(data: Any) -> EventSnapshot:
             "error": event.object("error") or None,
         }
     r.raise_if_invalid()
-    return EventSnapshot(operation_id, event_id, method, fields, json_safe(data))
+    return EventSnapshot(operation_id, event_id, method, fields, stored_json(data))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from beeos_console.mirror.edge import Outcome, clock_note, digest, is_older, json_safe
+from beeos_console.mirror.edge import Outcome, clock_note, digest, is_older, stored_json
 from beeos_console.mirror.states import PROCESSING, QUEUED, Projection
 from tasks import states
 from tasks.models import Message, Task
@@ -119,7 +119,7 @@ def a2a_history_values(task: Task, snapshot: TaskSnapshot) -> list[tuple[str, di
     """(message_id, field values) of each A2A history message the snapshot carries."""
     rows = []
     for position, item in enumerate(snapshot.history or []):
-        payload = json_safe(item)
+        payload = stored_json(item)
         rows.append(
             (
                 item["messageId"],

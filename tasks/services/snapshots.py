@@ -13,7 +13,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
-from beeos_console.mirror.edge import Reader, digest, json_safe
+from beeos_console.mirror.edge import Reader, digest, stored_json
 from beeos_console.mirror.states import Projection
 from tasks import states
 
@@ -79,7 +79,7 @@ def parse_openapi_task(
         explicit_updated or fields["completed_at"] or fields["started_at"] or fields["created_at"]
     )
     fields["updated_at"] = updated_at
-    return TaskSnapshot(protocol, task_id, raw_state, fields, updated_at, json_safe(data))
+    return TaskSnapshot(protocol, task_id, raw_state, fields, updated_at, stored_json(data))
 
 
 def _check_producer_details(r: Reader) -> None:
@@ -236,7 +236,7 @@ def parse_a2a_task(data: Any) -> TaskSnapshot:
         raw_state,
         fields,
         timestamp,
-        json_safe(data),
+        stored_json(data),
         history=history or None,
         artifacts=artifacts or None,
     )
@@ -278,7 +278,7 @@ def parse_message(data: Any) -> MessageSnapshot:
     state = r.str("state", required=True, max_length=32)
     stop_reason = r.str("stop_reason", max_length=32)
     r.raise_if_invalid()
-    payload = json_safe(data)
+    payload = stored_json(data)
     payload_digest = digest(payload)
     projection = states.project_message(state, stop_reason=stop_reason)
     values = {
