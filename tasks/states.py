@@ -32,7 +32,6 @@ from beeos_console.mirror.states import (
     Projection,
     Row,
     Vocabulary,
-    canonical,
     enforce_uncertain_review,
     normalise_raw,
     spelling_note,
@@ -185,6 +184,8 @@ TABLES: Final = {PRODUCT: PRODUCT_TABLE, OPENAPI: OPENAPI_TABLE, A2A: A2A_TABLE}
 # Failure details a product producer may send beside ``status`` (seed example).
 PRODUCER_DETAILS: Final = ("reason", "outcome_certainty", "retry_policy")
 REASON_MAX: Final = 64
+CERTAINTY_VOCABULARY: Final[Vocabulary[str]] = Vocabulary(OUTCOME_CERTAINTIES)
+RETRY_POLICY_VOCABULARY: Final[Vocabulary[str]] = Vocabulary(RETRY_POLICIES)
 
 
 def table_for(protocol: str) -> Vocabulary[Row] | None:
@@ -228,9 +229,9 @@ def producer_detail_error(name: str, value: object) -> str | None:
         return None
     if not isinstance(value, str):
         return "must be a string"
-    if name == "outcome_certainty" and canonical(value, OUTCOME_CERTAINTIES) is None:
+    if name == "outcome_certainty" and CERTAINTY_VOCABULARY.key(value) is None:
         return f"must be one of {', '.join(OUTCOME_CERTAINTIES)}"
-    if name == "retry_policy" and canonical(value, RETRY_POLICIES) is None:
+    if name == "retry_policy" and RETRY_POLICY_VOCABULARY.key(value) is None:
         return f"must be one of {', '.join(RETRY_POLICIES)}"
     if name == "reason" and (len(value) > REASON_MAX or not value.strip()):
         return f"must be 1-{REASON_MAX} characters"
@@ -259,12 +260,12 @@ def with_producer_details(projection: Projection, details: dict[str, object]) ->
         if name == "reason":
             values["reason"] = value.strip()  # type: ignore[union-attr]
         elif name == "outcome_certainty":
-            sent = canonical(value, OUTCOME_CERTAINTIES)
+            sent = CERTAINTY_VOCABULARY.key(value)
             if sent == CERTAIN and projection.outcome_certainty == UNCERTAIN:
                 continue
             values["outcome_certainty"] = sent  # type: ignore[assignment]
         else:
-            values["retry_policy"] = canonical(value, RETRY_POLICIES)  # type: ignore[assignment]
+            values["retry_policy"] = RETRY_POLICY_VOCABULARY.key(value)  # type: ignore[assignment]
         kept.append(name)
     if not kept:
         return projection

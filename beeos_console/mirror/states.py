@@ -207,17 +207,6 @@ class Vocabulary(Mapping[str, V], Generic[V]):
         return self.key(raw_value) is not None
 
 
-def canonical(raw_value: object, values: Iterable[str]) -> str | None:
-    """The value of ``values`` that ``raw_value`` spells, ignoring case and blanks."""
-    value = normalise_raw(raw_value).casefold()
-    if not value:
-        return None
-    for candidate in values:
-        if candidate.casefold() == value:
-            return candidate
-    return None
-
-
 def spelling_note(raw_value: object, canonical_key: str | None) -> str | None:
     """Why an accepted raw value is a producer note, or None when it is spelled as written.
 
