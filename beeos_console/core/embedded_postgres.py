@@ -32,11 +32,13 @@ import logging
 import os
 import shlex
 import socket
+import subprocess
 import sys
 import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import psycopg
@@ -145,6 +147,30 @@ def _ensure_database(socket_dir: Path, port: int, database: str) -> None:
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database)))
 
 
+def _start_server(pgserver: Any, pgdata: Path) -> Any:
+    """Start (or find) the server and return its PostmasterInfo.
+
+    pgserver gives `pg_ctl start` a fixed 10 s and, when that runs out, fails reading a
+    log file that may not exist yet; on a loaded machine (CI running several jobs) the
+    postmaster is often still coming up. So a timeout is not a failure until the
+    postmaster has had a minute to report ready.
+    """
+    for attempt in range(3):
+        try:
+            server = pgserver.PostgresServer(pgdata, cleanup_mode=None)
+            return server.get_postmaster_info()
+        except (subprocess.TimeoutExpired, FileNotFoundError):
+            if attempt == 2:
+                raise
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                info = pgserver.utils.PostmasterInfo.read_from_pgdata(pgdata)
+                if info is not None and info.is_running() and info.status == "ready":
+                    break
+                time.sleep(1)
+    raise AssertionError("unreachable")
+
+
 def start(
     base: Path = DEFAULT_DIR, *, holder: str = MANUAL, database: str = DEFAULT_DATABASE
 ) -> str:
@@ -158,8 +184,7 @@ def start(
         pgserver = _pgserver()
         # The class, not get_server(): that caches one handle per process and would hand
         # back a stopped server after stop(). cleanup_mode=None: it outlives this process.
-        server = pgserver.PostgresServer(pgdata, cleanup_mode=None)
-        info = server.get_postmaster_info()
+        info = _start_server(pgserver, pgdata)
         _ensure_database(info.socket_dir, info.port, database)
         _save_holders(base, [*_holders(base), holder])
     return database_url(base, database)
