@@ -8,6 +8,6 @@ class AccountsConfig(AppConfig):
 
     def ready(self) -> None:
         # After axes (INSTALLED_APPS order): its receivers have flagged the request.
-        from beeos_console.accounts import logins
+        from beeos_console.accounts import checks, logins  # noqa: F401 - checks register
 
         logins.connect()

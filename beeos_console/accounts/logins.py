@@ -1,5 +1,6 @@
 """Every login is audited: ``login.succeeded``, ``login.failed``, ``login.locked_out``
-(django-axes locked the username+IP out) and ``login.unlocked`` (an admin lifted it).
+(django-axes locked the username+IP out), ``login.unlocked`` (an admin lifted it) and
+``logout``; ``detail.method`` says ``password`` or ``sso`` (single sign-on).
 
 The actor is the username that was tried (actor kind ``user``); the object is that
 user name, the detail the client address and the failure count.
@@ -14,12 +15,14 @@ from axes.models import AccessAttempt
 from axes.signals import user_locked_out
 from axes.utils import reset
 from django.conf import settings
-from django.contrib.auth.signals import user_logged_in, user_login_failed
+from django.contrib.auth import BACKEND_SESSION_KEY
+from django.contrib.auth.signals import user_logged_in, user_logged_out, user_login_failed
 from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
+from beeos_console.accounts import sso
 from beeos_console.auditlog.services import Actor, record
 
 ACTOR_MAX = 150  # AuditEntry.actor
@@ -30,11 +33,16 @@ def _actor(username: str | None) -> Actor:
     return Actor(name=(username or "")[:ACTOR_MAX])
 
 
-def _client(request: HttpRequest | None) -> dict[str, Any]:
+def client_detail(request: HttpRequest | None) -> dict[str, Any]:
+    """The client address and path an audit entry of a login keeps."""
     if request is None:
         return {}
     address = getattr(request, "axes_ip_address", None) or request.META.get("REMOTE_ADDR", "")
     return {"ip_address": address, "path": request.path}
+
+
+def _method(backend: str | None) -> str:
+    return "sso" if backend == sso.SSO_BACKEND else "password"
 
 
 def on_login_failed(
@@ -55,7 +63,12 @@ def on_login_failed(
         "user",
         username[:OBJECT_MAX],
         reason=reason,
-        detail={**_client(request), "failures": failures, "locked_out": locked},
+        detail={
+            **client_detail(request),
+            "method": "password",
+            "failures": failures,
+            "locked_out": locked,
+        },
     )
 
 
@@ -74,7 +87,7 @@ def on_locked_out(
         (username or "")[:OBJECT_MAX],
         reason=f"{failures} failed logins",
         detail={
-            **_client(request),
+            **client_detail(request),
             "failures": failures,
             "limit": settings.AXES_FAILURE_LIMIT,
             "cooloff_minutes": settings.CONSOLE_LOGIN_COOLOFF_MINUTES,
@@ -90,7 +103,24 @@ def on_logged_in(sender: Any, request: HttpRequest | None, user: Any, **kwargs: 
         "login.succeeded",
         "user",
         user.get_username()[:OBJECT_MAX],
-        detail=_client(request),
+        detail={**client_detail(request), "method": _method(getattr(user, "backend", None))},
+    )
+
+
+def on_logged_out(sender: Any, request: HttpRequest | None, user: Any, **kwargs: Any) -> None:
+    if request is None or user is None:
+        return
+    record(
+        Actor.of_user(user),
+        "logout",
+        "user",
+        user.get_username()[:OBJECT_MAX],
+        detail={
+            **client_detail(request),
+            "method": _method(request.session.get(BACKEND_SESSION_KEY)),
+            # RP-initiated logout: the identity provider's session is ended too.
+            "provider_logout": bool(getattr(request, "console_provider_logout", False)),
+        },
     )
 
 
@@ -98,6 +128,7 @@ def connect() -> None:
     user_login_failed.connect(on_login_failed, dispatch_uid="console-login-failed")
     user_locked_out.connect(on_locked_out, dispatch_uid="console-login-locked-out")
     user_logged_in.connect(on_logged_in, dispatch_uid="console-login-succeeded")
+    user_logged_out.connect(on_logged_out, dispatch_uid="console-logout")
 
 
 # --- current lockouts -----------------------------------------------------------------
