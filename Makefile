@@ -1,4 +1,5 @@
-# BeeOS Operator Console: `make run` (demo) and `make test` (suite on PostgreSQL).
+# BeeOS Operator Console: `make run` (demo), `make serve` (production) and `make test`
+# (suite on PostgreSQL).
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -11,7 +12,7 @@ PG_PROBE_PORT ?= 5432
 TEST_DATABASE_URL ?= postgres://postgres@$(PG_PROBE_HOST):$(PG_PROBE_PORT)/beeos_console
 HOST ?= 127.0.0.1
 PORT ?= 8000
-# The role `make run` serves as after migrating as the owner (`grant_app_role`).
+# The role `make run` and `make serve` serve as after migrating as the owner (below).
 APP_ROLE ?= console_app
 
 # PostgreSQL for a recipe. With DATABASE_URL set, that one. Without it, the embedded
@@ -26,7 +27,30 @@ PG_UP = pg_down() { :; }; \
 	fi; \
 	trap pg_down EXIT; trap 'exit 130' INT; trap 'exit 141' PIPE; trap 'exit 143' TERM HUP
 
-.PHONY: run worker test lint format migrate seed install clean vendor-htmx vendor-axe
+# `say MESSAGE [LEVEL]`: a line of the recipe's own; a JSON object like the console's
+# logs when LOG_FORMAT is json.
+SAY = say() { if [ "$$LOG_FORMAT" = json ]; then \
+	  printf '{"timestamp": "%s", "level": "%s", "logger": "make", "message": "%s"}\n' \
+	    "$$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$${2:-INFO}" "$$1"; \
+	else echo "$$1"; fi; }
+
+# After migrating as the owner, the recipe connects as the app's role: every console
+# table, audit entries INSERT and SELECT only (`grant_app_role`). With
+# DATABASE_MIGRATE_URL set, that is the owner (`migrate` connects as it) and
+# DATABASE_URL already the app's role (README, "Database roles"). Else DATABASE_URL is
+# the owner, and the recipe moves to APP_ROLE, which has no password (trust or peer
+# authentication, as on the embedded PostgreSQL); when it cannot log in, the recipe
+# goes on as the owner and says so.
+AS_APP_ROLE = if [ -n "$$DATABASE_MIGRATE_URL" ]; then \
+	  say "serving as DATABASE_URL's role, migrations as DATABASE_MIGRATE_URL's"; \
+	else \
+	  export DATABASE_MIGRATE_URL="$$DATABASE_URL"; \
+	  if app_url=$$($(BIN)/python manage.py grant_app_role $(APP_ROLE) --print-url); then \
+	    export DATABASE_URL="$$app_url"; say "serving as role $(APP_ROLE): audit entries append-only"; \
+	  else say "could not connect as role $(APP_ROLE): serving as the owner role" WARNING; fi; \
+	fi
+
+.PHONY: run serve worker test lint format migrate seed install messages clean vendor-htmx vendor-axe
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,7 +58,27 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-install: $(STAMP)
+# Translations: the catalogues (beeos_console/locale/*/LC_MESSAGES/*.po) are checked in,
+# their compiled .mo files are not; GNU gettext's msgfmt (Debian: gettext) compiles a .po
+# whenever it is newer than its .mo, so every recipe that installs serves a fresh one.
+PO_FILES := $(wildcard beeos_console/locale/*/LC_MESSAGES/*.po)
+MO_FILES := $(PO_FILES:.po=.mo)
+
+%.mo: %.po
+	@command -v msgfmt >/dev/null || { echo "msgfmt is missing: install GNU gettext" \
+	  "(Debian: apt-get install gettext; macOS: brew install gettext)" >&2; exit 1; }
+	msgfmt --check -o $@ $<
+
+install: $(STAMP) $(MO_FILES)
+
+# Re-extract every msgid (templates, Python) into the catalogues, keeping what is
+# translated; new or changed strings come out empty or fuzzy for a translator
+# (tests/test_i18n.py fails until every one is translated).
+MAKEMESSAGES_IGNORE := --ignore=tests/* --ignore=bench/* --ignore=var/* --ignore=build/* \
+	--ignore=test-output/* --ignore=static/vendor/*
+messages: $(STAMP)
+	$(BIN)/python manage.py makemessages -l zh_Hans --add-location=file --no-obsolete \
+	  $(MAKEMESSAGES_IGNORE)
 
 var:
 	mkdir -p var
@@ -48,18 +92,46 @@ seed: install var
 # The console plus one background worker (bulk cancels); Ctrl-C stops both, then
 # the embedded PostgreSQL.
 run: install var
-	@$(PG_UP); \
+	@$(SAY); $(PG_UP); \
 	$(BIN)/python manage.py migrate --no-input && $(BIN)/python manage.py seed_demo || exit 1; \
-	export DATABASE_MIGRATE_URL="$$DATABASE_URL"; \
-	if app_url=$$($(BIN)/python manage.py grant_app_role $(APP_ROLE) --print-url); then \
-	  export DATABASE_URL="$$app_url"; echo "serving as role $(APP_ROLE): audit entries append-only"; \
-	else echo "could not connect as role $(APP_ROLE): serving as the owner role"; fi; \
-	$(BIN)/python manage.py db_worker --interval 1 & worker=$$!; \
+	$(AS_APP_ROLE); \
+	$(BIN)/python manage.py worker --interval 1 & worker=$$!; \
 	trap 'kill $$worker 2>/dev/null; wait $$worker; pg_down' EXIT; \
 	$(BIN)/python manage.py runserver $(HOST):$(PORT)
 
+# Production (README, "Production server"): DEBUG=0, migrations as the owner, static
+# files collected, then gunicorn (beeos_console/gunicorn_conf.py) and one background
+# worker. SIGTERM stops both gracefully — in-flight requests and the running job
+# finish — and the recipe exits 0 when both did; if either stops by itself, so does
+# the other, and the recipe fails. Ctrl-C stops at once.
+serve: install var
+	@if [ -z "$$SECRET_KEY" ] || [ -z "$$ALLOWED_HOSTS" ]; then \
+	  echo "make serve: set SECRET_KEY and ALLOWED_HOSTS in the environment" \
+	    "(production settings, DEBUG=0; README, \"Production server\")." >&2; exit 2; \
+	fi; \
+	export DEBUG=0 LOG_FORMAT="$${LOG_FORMAT:-json}" HOST="$(HOST)" PORT="$(PORT)"; \
+	$(SAY); $(PG_UP); \
+	$(BIN)/python manage.py migrate --no-input -v 0 || exit 1; \
+	$(AS_APP_ROLE); \
+	$(BIN)/python manage.py collectstatic --no-input -v 0 || exit 1; \
+	export PROMETHEUS_MULTIPROC_DIR="$${PROMETHEUS_MULTIPROC_DIR:-$(CURDIR)/var/prometheus}"; \
+	rm -rf "$$PROMETHEUS_MULTIPROC_DIR"; mkdir -p "$$PROMETHEUS_MULTIPROC_DIR"; \
+	stop() { stopping=1; trap '' TERM INT HUP; kill -TERM $$web $$worker 2>/dev/null; }; \
+	stopping=; web=; worker=; trap stop TERM INT HUP; \
+	$(BIN)/python manage.py worker & worker=$$!; \
+	$(BIN)/gunicorn -c beeos_console/gunicorn_conf.py beeos_console.wsgi & web=$$!; \
+	[ -z "$$stopping" ] || kill -TERM $$web $$worker; \
+	while kill -0 $$web 2>/dev/null && kill -0 $$worker 2>/dev/null; do \
+	  sleep 1 & nap=$$!; wait $$nap; done; \
+	kill $$nap 2>/dev/null; signalled=$$stopping; [ -n "$$stopping" ] || stop; \
+	wait $$web; web_rc=$$?; wait $$worker; worker_rc=$$?; \
+	if [ -z "$$signalled" ]; then \
+	  say "gunicorn or the worker stopped unexpectedly: stopped the other" ERROR; exit 1; fi; \
+	say "stopped: gunicorn exit status $$web_rc, worker exit status $$worker_rc"; \
+	[ $$web_rc = 0 ] && [ $$worker_rc = 0 ]
+
 worker: install var
-	@$(PG_UP); $(BIN)/python manage.py db_worker
+	@$(PG_UP); $(BIN)/python manage.py worker
 
 test: install
 	$(BIN)/ruff check .
