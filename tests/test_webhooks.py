@@ -1,4 +1,10 @@
-"""The BeeOS webhook receiver: signatures first, duplicates dropped, the API is truth."""
+"""The BeeOS webhook receiver: signatures first, stored and acknowledged, applied later.
+
+The receiver only verifies, validates the envelope and queues the event (one
+INSERT, deduplicated on the guide's key); ``manage.py apply_webhooks`` applies
+the queue. Applying, ordering, failures and the killed worker: test_webhook_inbox.py
+and test_webhook_worker_kill.py.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +16,11 @@ import time
 from urllib.parse import urlsplit
 
 import pytest
+from django.core.management import call_command
 
-from tasks.models import Task, WebhookEvent
+from beeos_console.auditlog.models import AuditEntry
+from beeos_console.upstream.models import WebhookInboxEvent
+from tasks.models import Task
 
 from .factories import make_task
 
@@ -52,18 +61,38 @@ def task_push_headers(body: bytes, **kw) -> dict[str, str]:
     return {"HTTP_X_BEEOS_SIGNATURE": f"t={ts},v1={mac}"}
 
 
+def apply_queued() -> None:
+    call_command("apply_webhooks", verbosity=0)
+
+
 @pytest.mark.django_db
 class TestSignatures:
-    def test_valid_task_push_updates_the_task_and_flags_a_reread(self, client):
+    def test_valid_task_push_is_queued_then_applied_and_flags_a_reread(self, client):
         task = make_task("running", task_id="tsk_hook_1")
         body = event()
         response = push(client, body, **task_push_headers(body))
         assert response.status_code == 200, response.content
-        assert response.json()["result"] == "updated"
+        stored = WebhookInboxEvent.objects.get()
+        assert response.json() == {"result": "queued", "event": stored.pk}
+        assert (stored.scheme, stored.status, stored.kind) == ("task_push", "queued", "task_status")
+        # Acknowledged, not applied: the mirror has not moved yet.
+        task.refresh_from_db()
+        assert task.raw_state == "running" and task.resync_requested_at is None
+
+        apply_queued()
+
         task.refresh_from_db()
         assert (task.raw_state, task.status) == ("completed", "completed")
         assert task.resync_requested_at is not None
-        assert WebhookEvent.objects.get().scheme == "task_push"
+        stored.refresh_from_db()
+        assert (stored.status, stored.result, stored.attempts) == ("applied", "updated", 1)
+        (entry,) = AuditEntry.objects.filter(object_id="tsk_hook_1")
+        assert (entry.actor, entry.actor_kind, entry.action) == (
+            "beeos-webhook",
+            "feeder",
+            "task.state_changed",
+        )
+        assert entry.detail["webhook_event"] == stored.pk
 
     def test_valid_developer_webhook(self, client):
         body = event(task_id="tsk_new_from_hook", status="running")
@@ -72,6 +101,8 @@ class TestSignatures:
             client, body, HTTP_X_BEEOS_WEBHOOK_TIMESTAMP=ts, HTTP_X_BEEOS_WEBHOOK_SIGNATURE=mac
         )
         assert response.status_code == 200
+        assert WebhookInboxEvent.objects.get().scheme == "developer"
+        apply_queued()
         task = Task.objects.get(task_id="tsk_new_from_hook")
         assert (task.raw_state, task.agent_id) == ("running", "")
         assert task.resync_requested_at is not None
@@ -101,59 +132,106 @@ class TestSignatures:
         response = push(client, body, **headers)
         assert response.status_code == 401
         assert response.json()["reason"] == reason
-        assert WebhookEvent.objects.count() == 0
+        assert WebhookInboxEvent.objects.count() == 0
+        apply_queued()
         assert Task.objects.get().raw_state == "running"
+
+    def test_only_post_is_accepted(self, client):
+        response = client.get(URL)
+        assert response.status_code == 405
+        assert response["Content-Type"].startswith("application/json")
+        assert WebhookInboxEvent.objects.count() == 0
+
+    def test_the_acknowledgement_carries_a_request_id(self, client):
+        body = event()
+        response = push(client, body, **task_push_headers(body), HTTP_X_REQUEST_ID="bee-42")
+        assert response.status_code == 200 and response["X-Request-ID"] == "bee-42"
+        assert int(response["Content-Length"]) == len(response.content)
 
     def test_unconfigured_secret_refuses_everything(self, client, settings):
         settings.BEEOS_WEBHOOK_SECRET = ""
         body = event()
         assert push(client, body, **task_push_headers(body)).status_code == 503
-        assert WebhookEvent.objects.count() == 0
+        assert WebhookInboxEvent.objects.count() == 0
 
 
 @pytest.mark.django_db
 class TestReceiverChecklist:
-    def test_duplicates_are_dropped(self, client):
+    def test_duplicates_are_acknowledged_and_stored_once(self, client):
         make_task("running", task_id="tsk_hook_1")
         body = event()
         first = push(client, body, **task_push_headers(body))
         again = push(client, body, **task_push_headers(body))
-        assert first.json()["result"] == "updated"
-        assert again.json() == {"result": "duplicate"}
-        assert WebhookEvent.objects.count() == 1
+        # The same (task_id, status, timestamp) in another spelling of the same instant.
+        respelled = event(timestamp="2026-11-30T08:10:00.456+00:00", final=True, extra="x")
+        third = push(client, respelled, **task_push_headers(respelled))
+        assert first.json()["result"] == "queued"
+        assert again.status_code == third.status_code == 200
+        assert again.json() == third.json() == {"result": "duplicate"}
+        assert WebhookInboxEvent.objects.count() == 1
+        apply_queued()
+        assert AuditEntry.objects.filter(object_id="tsk_hook_1").count() == 1
+        # Delivered again after it was applied: still a duplicate, nothing changes.
+        late = push(client, body, **task_push_headers(body))
+        assert late.json() == {"result": "duplicate"}
+        assert WebhookInboxEvent.objects.get().status == "applied"
 
     def test_unknown_event_types_are_acknowledged_and_ignored(self, client):
         body = json.dumps({"type": "task_artifact_added", "task_id": "t"}).encode()
         response = push(client, body, **task_push_headers(body))
         assert response.status_code == 200
         assert response.json()["result"] == "ignored"
-        assert WebhookEvent.objects.count() == 0 and Task.objects.count() == 0
+        assert WebhookInboxEvent.objects.count() == 0 and Task.objects.count() == 0
 
     def test_a_late_intermediate_event_never_regresses_a_terminal_task(self, client):
         make_task("completed", task_id="tsk_hook_1")
         body = event(status="running", timestamp="2026-11-30T09:00:00Z")
-        response = push(client, body, **task_push_headers(body))
-        assert response.json()["result"] == "stale"
+        assert push(client, body, **task_push_headers(body)).json()["result"] == "queued"
+        apply_queued()
         assert Task.objects.get().raw_state == "completed"
+        assert WebhookInboxEvent.objects.get().result == "stale"
 
     def test_a2a_task_push(self, client):
-        body = json.dumps(
-            {
-                "id": "a2a_pushed",
-                "contextId": "ctx_1",
-                "status": {"state": "TASK_STATE_WORKING", "timestamp": "2026-11-30T08:00:00Z"},
-                "target_agent_id": "agt_1",
-            }
-        ).encode()
+        payload = {
+            "id": "a2a_pushed",
+            "contextId": "ctx_1",
+            "status": {"state": "TASK_STATE_WORKING", "timestamp": "2026-11-30T08:00:00Z"},
+            "target_agent_id": "agt_1",
+        }
+        body = json.dumps(payload).encode()
         response = push(client, body, **task_push_headers(body))
         assert response.status_code == 200
-        assert Task.objects.get(protocol="a2a").raw_state == "TASK_STATE_WORKING"
+        stored = WebhookInboxEvent.objects.get()
+        assert (stored.kind, stored.protocol, stored.task_id) == ("a2a_push", "a2a", "a2a_pushed")
+        assert stored.payload == payload  # the raw event, as received
+        assert not Task.objects.exists()
+        apply_queued()
+        task = Task.objects.get(protocol="a2a")
+        assert task.raw_state == "TASK_STATE_WORKING" and task.resync_requested_at is not None
 
-    def test_invalid_event_fields_are_a_400(self, client):
-        body = event(timestamp="yesterday")
-        response = push(client, body, **task_push_headers(body))
+    @pytest.mark.parametrize(
+        ("body", "field"),
+        [
+            (event(timestamp="yesterday"), "timestamp"),
+            (event(status=None), "status"),
+            (event(task_id="a/../b"), "task_id"),
+            (event(context_id=7), "context_id"),
+            (json.dumps({"id": "a2a_x", "status": {"timestamp": "2026-11-30T08:00:00Z"}}), None),
+        ],
+    )
+    def test_invalid_events_are_a_400_and_nothing_is_stored(self, client, body, field):
+        raw = body.encode() if isinstance(body, str) else body
+        response = push(client, raw, **task_push_headers(raw))
         assert response.status_code == 400
-        assert "timestamp" in response.json()["errors"]
+        if field:
+            assert field in response.json()["errors"]
+        assert WebhookInboxEvent.objects.count() == 0
+
+    def test_a_body_in_utf16_is_stored_as_its_json(self, client):
+        body = event().decode().encode("utf-16")
+        response = push(client, body, **task_push_headers(body))
+        assert response.json()["result"] == "queued"
+        assert WebhookInboxEvent.objects.get().payload["status"] == "completed"
 
 
 @pytest.mark.django_db(transaction=True)
@@ -171,4 +249,4 @@ def test_signature_header_sent_twice_over_real_http(live_server):
     conn.endheaders(body)
     response = conn.getresponse()
     assert response.status == 401
-    assert WebhookEvent.objects.count() == 0
+    assert WebhookInboxEvent.objects.count() == 0
