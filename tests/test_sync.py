@@ -25,7 +25,7 @@ from django.core.management import CommandError, call_command
 
 from beeos_console.auditlog.models import AuditEntry
 from beeos_console.core import tokens
-from beeos_console.upstream import clients, sync
+from beeos_console.upstream import clients, inbox, sync
 from beeos_console.upstream.management.commands import sync_beeos as command_module
 from beeos_console.upstream.models import SyncCursor
 from beeos_console.upstream.sync import Syncer, message_envelope, parse_sse
@@ -262,15 +262,19 @@ def test_second_run_changes_nothing_and_finds_new_tasks(standin, monkeypatch):
     standin.clear_requests()
     out, _ = sync_once()
 
+    # Nothing changed: the first page is all mirrored and agrees with the mirror, so the
+    # pass stops there and reads no task (the finished tasks are not swept either).
     assert summary(out) == {
         "created": 0,
         "updated": 0,
-        "unchanged": 14,
+        "unchanged": 0,
         "stale": 0,
         "rejected": 0,
         "not found upstream": 0,
         "errors": 0,
     }
+    assert standin.calls == {"list_user_tasks": 1}
+    assert page_lines(out) == ["tasks page 1: 3 tasks (nothing new)"]
     assert (Task.objects.count(), Message.objects.count()) == (7, 7)
     assert AuditEntry.objects.count() == audit_before
     # A finished pass starts the next one from the newest tasks again ...
@@ -286,8 +290,9 @@ def test_second_run_changes_nothing_and_finds_new_tasks(standin, monkeypatch):
 def test_an_interrupted_pass_resumes_from_the_stored_cursor_and_rereads_what_it_skips(
     standin, monkeypatch, client, settings
 ):
-    """Page 2 of the list fails: the cursor of page 1 is kept and the next run starts
-    there. Tasks on the skipped page 1 are still re-read when open or webhook-flagged."""
+    """Page 2 of the list fails: the cursor of page 1 is kept and the next run walks from
+    there, then from the top: tasks on page 1 that ended upstream or that a webhook
+    flagged are read again, the rest are not."""
     monkeypatch.setattr(sync, "TASK_PAGE", 3)
     seed_tasks(standin, 3, status="completed")  # page 2: task_0000..2
     standin.add_task("task_0003", agent_id=AGENT, status="completed", created_at=T0 + _s(3))
@@ -334,6 +339,7 @@ def test_an_interrupted_pass_resumes_from_the_stored_cursor_and_rereads_what_it_
         HTTP_X_BEEOS_SIGNATURE=f"t={ts},v1={mac.hexdigest()}",
     )
     assert response.status_code == 200, response.content
+    inbox.drain()  # the receiver queues; the worker applies (and flags the task)
     flagged = Task.objects.get(task_id="task_0004")
     assert (flagged.raw_state, flagged.resync_requested_at is not None) == ("completed", True)
     late = standin.add_message("task_0003", body="late reply", publisher_id="agent:sync")
@@ -342,11 +348,15 @@ def test_an_interrupted_pass_resumes_from_the_stored_cursor_and_rereads_what_it_
 
     out, _ = sync_once()
 
-    # Resumed from the stored cursor: only the older page was listed.
-    (resumed,) = list_calls(standin)
-    assert resumed.query["since"] == [cursor]
-    assert "re-read 3 flagged or open tasks" in out
+    # Resumed from the stored cursor (the older page), then the top of the list, down to
+    # the first page with no new task (the top page itself).
+    assert [r.query.get("since") for r in list_calls(standin)] == [[cursor], None]
+    assert page_lines(out)[0] == "tasks page 1: 3 tasks (created 3)"
     assert Task.objects.count() == 6
+    # On the top page each task moved: task_0005 ended (listed closed, mirrored open),
+    # task_0004 and task_0003 were flagged. Each is read once.
+    for task_id in ("task_0003", "task_0004", "task_0005"):
+        assert len(get_task_calls(standin, task_id)) == 1
     # The open task that was not on any listed page was re-read: status change + audit.
     done = Task.objects.get(task_id="task_0005")
     assert (done.raw_state, done.status, done.result) == ("completed", "completed", {"answer": 42})
@@ -369,7 +379,6 @@ def test_an_interrupted_pass_resumes_from_the_stored_cursor_and_rereads_what_it_
     reread = Task.objects.get(task_id="task_0003")
     assert reread.resync_requested_at is None
     assert Message.objects.get(message_id=late.message_id).task == reread
-    assert len(get_task_calls(standin, "task_0003")) == 1
     # After this complete pass the cursor is reset: the next pass starts at the top.
     assert SyncCursor.objects.get(name="tasks").value == ""
 
@@ -389,15 +398,17 @@ def test_a_status_change_upstream_is_mirrored_once_and_audited(standin):
     standin.set_task_status("task_run", "completed", result={"ok": True})
     out, _ = sync_once()
 
+    # Seen on the list page (listed closed, mirrored open): read; task_done is not.
     assert summary(out) == {
         "created": 0,
         "updated": 1,
-        "unchanged": 1,
+        "unchanged": 0,
         "stale": 0,
         "rejected": 0,
         "not found upstream": 0,
         "errors": 0,
     }
+    assert len(get_task_calls(standin, "task_done")) == 1  # the first pass only
     task = Task.objects.get(task_id="task_run")
     assert (task.raw_state, task.status, task.result) == ("completed", "completed", {"ok": True})
     (entry,) = audit_of("task_run")
@@ -530,7 +541,10 @@ def test_runtime_operations_events_and_ops_that_left_the_active_list(
 
     out, _ = sync_once()
 
-    assert "operations of inst_sync page 1: 1" in out
+    # Listed from the cursor of the last page (op_c's): it has left the active list, so
+    # it is read; op_b (on an earlier page) is found by the sweep of open operations.
+    assert "operations of inst_sync page 1: 0" in out
+    assert "swept 2 open operations of inst_sync (1 changed)" in out
     op_path = f"/api/v1/instances/{INSTANCE}/operations/"
     for op in (op_b, op_c):
         assert len(standin.requests_to("GET", op_path + op.id)) == 1
@@ -552,11 +566,13 @@ def test_runtime_operations_events_and_ops_that_left_the_active_list(
         (op_c.id, "sync_beeos", "queued", "failed"),
     }
 
-    # Terminal now: a third pass leaves them alone.
+    # Terminal now: a third pass leaves them alone; op_a is still open (swept, unchanged:
+    # its events are not read again).
     standin.clear_requests()
     sync_once("--instance", INSTANCE)
     assert standin.requests_to("GET", op_path + op_b.id) == []
     assert len(standin.requests_to("GET", op_path + op_a.id)) == 1
+    assert standin.requests_to("GET", op_path + op_a.id + "/events") == []
 
 
 # --- 8. configuration ------------------------------------------------------------------------
@@ -639,7 +655,7 @@ def test_a_task_and_an_operation_upstream_answers_404_for_are_marked_not_errors(
         "not found upstream": 2,
         "errors": 0,
     }
-    assert "re-read 1 flagged or open tasks (1 not found upstream)" in out
+    assert "swept 1 open tasks (0 changed, 1 not found upstream)" in out
     assert "2 objects not found upstream (404)" in out
     task = Task.objects.get(task_id="task_gone")
     op = RuntimeOperation.objects.get(operation_id=gone_op.operation_id)
@@ -772,6 +788,7 @@ def test_a_message_dto_without_created_at_is_mirrored(standin):
     # Stood in for by the task's creation time: stable, so a second read changes nothing.
     assert message.created_at == T0
     assert Message.objects.get(message_id=minimal.message_id).type == "chat_message"
+    Task.objects.filter(task_id="task_bare").update(resync_requested_at=T0)  # read it again
     out, _ = sync_once()
     assert summary(out) == {
         "created": 0,
@@ -800,7 +817,7 @@ def test_a_task_error_code_read_by_the_sync_is_stored(standin):
     assert task.raw_payload["error"] == data["error"]
 
 
-def test_a_fresh_demo_database_syncs_against_the_standin_with_exit_status_0(standin):
+def test_a_fresh_demo_database_syncs_against_the_standin_with_exit_status_0(standin, settings):
     call_command("seed_demo", stdout=io.StringIO())
     open_openapi = Task.objects.filter(
         protocol="openapi", status__in=("queued", "processing", "unmapped")
@@ -809,7 +826,31 @@ def test_a_fresh_demo_database_syncs_against_the_standin_with_exit_status_0(stan
     out, err = sync_once()  # the demo's tasks do not exist upstream: 404s, not errors
 
     assert summary(out)["errors"] == 0 and err == ""
-    assert summary(out)["not found upstream"] == min(open_openapi, sync.REREAD_LIMIT)
-    assert Task.objects.filter(upstream_missing_at__isnull=False).count() == min(
-        open_openapi, sync.REREAD_LIMIT
-    )
+    # The demo's open tasks are swept a few per pass (BEEOS_SYNC_SWEEP), not all at once.
+    swept = min(open_openapi, settings.BEEOS_SYNC_SWEEP)
+    assert swept > 0
+    assert summary(out)["not found upstream"] == swept
+    assert Task.objects.filter(upstream_missing_at__isnull=False).count() == swept
+
+
+def test_each_clean_part_of_a_pass_is_stamped_for_metrics(standin, settings):
+    """``last_success:<kind>`` rows feed ``beeos_console_sync_lag_seconds`` (/metrics)."""
+    settings.BEEOS_INSTANCES = [INSTANCE]
+    standin.add_instance(INSTANCE)
+    seed_tasks(standin, 1)
+
+    sync_once()
+
+    def stamps() -> dict[str, str]:
+        rows = SyncCursor.objects.filter(name__startswith="last_success:")
+        return dict(rows.values_list("name", "value"))
+
+    first = stamps()
+    assert set(first) == {"last_success:tasks", "last_success:operations"}
+    standin.fail(f"/api/v1/instances/{INSTANCE}/operations", 503)
+
+    sync_once_failing()
+
+    second = stamps()
+    assert second["last_success:tasks"] > first["last_success:tasks"]
+    assert second["last_success:operations"] == first["last_success:operations"]

@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import beeos_cloud_sdk
 import beeos_sdk
 from django.conf import settings
 
@@ -38,15 +39,36 @@ def platform_client(host: str | None = None, api_key: str | None = None) -> beeo
     return beeos_sdk.ApiClient(config)
 
 
-def header(exc: beeos_sdk.ApiException, name: str) -> str | None:
-    headers = exc.headers or {}
+def cloud_configured() -> bool:
+    return bool(settings.BEEOS_CLOUD_URL)
+
+
+def cloud_client() -> beeos_cloud_sdk.BeeOSClient:
+    """A ``BeeOSClient`` for the BeeOS Cloud (A2A tasks of the configured agents)."""
+    if not settings.BEEOS_CLOUD_URL:
+        raise UpstreamNotConfigured("BEEOS_CLOUD_URL is not set.")
+    return beeos_cloud_sdk.BeeOSClient(
+        settings.BEEOS_CLOUD_URL, settings.BEEOS_CLOUD_API_KEY, timeout=TIMEOUT[1]
+    )
+
+
+def status_of(exc: BaseException) -> int | None:
+    """The HTTP status of an error answer from either SDK (None for transport failures)."""
+    if isinstance(exc, beeos_sdk.ApiException | beeos_cloud_sdk.APIError):
+        return exc.status
+    return None
+
+
+def header(exc: BaseException, name: str) -> str | None:
+    # beeos-sdk keeps the headers on the exception; beeos-cloud-sdk on its HTTPError cause.
+    headers = getattr(exc, "headers", None) or getattr(exc.__cause__, "headers", None) or {}
     for key, value in dict(headers).items():
         if key.lower() == name.lower():
             return value
     return None
 
 
-def retry_after_seconds(exc: beeos_sdk.ApiException, default: float = 1.0) -> float:
+def retry_after_seconds(exc: BaseException, default: float = 1.0) -> float:
     value = header(exc, "Retry-After")
     try:
         seconds = float(value) if value is not None else default
@@ -61,14 +83,14 @@ def honouring_rate_limits(
     sleep: Callable[[float], None] = time.sleep,
     on_wait: Callable[[float], None] | None = None,
 ) -> T:
-    """Run a *read* call, waiting out 429s as ``Retry-After`` says (bounded).
+    """Run a *read* call (either SDK), waiting out 429s as ``Retry-After`` says (bounded).
 
     Only for reads: writes (cancels) are never retried here.
     """
     for attempt in range(MAX_RATE_LIMIT_WAITS + 1):
         try:
             return call()
-        except beeos_sdk.ApiException as exc:
+        except (beeos_sdk.ApiException, beeos_cloud_sdk.APIError) as exc:
             if exc.status != 429 or attempt == MAX_RATE_LIMIT_WAITS:
                 raise
             wait = retry_after_seconds(exc)

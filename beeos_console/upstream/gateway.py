@@ -15,6 +15,7 @@ from typing import Any
 import beeos_cloud_sdk
 import beeos_sdk
 from django.conf import settings
+from django.utils.translation import gettext, gettext_lazy
 
 from beeos_console.cancels.gateways import (
     ACCEPTED,
@@ -31,10 +32,8 @@ from beeos_console.cancels.gateways import (
     transport_failure,
 )
 from beeos_console.upstream import clients
-from beeos_console.upstream.sync import ACTOR, Syncer
+from beeos_console.upstream.sync import Syncer
 from tasks import states as task_states
-from tasks.services.snapshots import parse_a2a_task
-from tasks.services.write import write_task
 
 _TRANSPORT_ERRORS = (OSError, beeos_sdk.rest.urllib3.exceptions.HTTPError)
 
@@ -47,21 +46,34 @@ def _sdk_error(exc: beeos_sdk.ApiException, what: str) -> GatewayAnswer:
         if code == "OPERATION_NOT_CANCELLABLE" or what == "operation":
             return GatewayAnswer(
                 NOT_CANCELLABLE,
-                "BeeOS refused: the operation is not cancellable in its current state "
-                f"({code or 'OPERATION_NOT_CANCELLABLE'}). It was re-read.",
+                gettext(
+                    "BeeOS refused: the operation is not cancellable in its current state "
+                    "(%(code)s). It was re-read."
+                )
+                % {"code": code or "OPERATION_NOT_CANCELLABLE"},
                 status,
                 upstream={"code": code, "body": body},
             )
         return GatewayAnswer(
             ALREADY_CLOSED,
-            "BeeOS says the task had already closed (409). It was re-read: see its final state.",
+            gettext(
+                "BeeOS says the task had already closed (409). It was re-read: see its final state."
+            ),
             status,
             upstream={"code": code, "body": body},
         )
     if status == 404:
         return GatewayAnswer(
             NOT_FOUND,
-            f"BeeOS does not know this {what} (404). It may belong to another account.",
+            (
+                gettext(
+                    "BeeOS does not know this operation (404). It may belong to another account."
+                )
+                if what == "operation"
+                else gettext(
+                    "BeeOS does not know this task (404). It may belong to another account."
+                )
+            ),
             status,
             upstream={"code": code, "body": body},
         )
@@ -69,17 +81,24 @@ def _sdk_error(exc: beeos_sdk.ApiException, what: str) -> GatewayAnswer:
         wait = clients.retry_after_seconds(exc)
         return GatewayAnswer(
             RATE_LIMITED,
-            f"BeeOS is rate limiting us (429): nothing was done. Try again in {wait:g} s.",
+            _rate_limited(f"{wait:g}"),
             status,
             retry_after=wait,
             upstream={"code": code, "body": body},
         )
     return GatewayAnswer(
         FAILED,
-        f"BeeOS answered {status} ({code or 'error'}): the cancel did not go through.",
+        gettext("BeeOS answered %(status)s (%(code)s): the cancel did not go through.")
+        % {"status": status, "code": code or "error"},
         status,
         upstream={"code": code, "body": body},
     )
+
+
+def _rate_limited(wait: str) -> str:
+    return gettext(
+        "BeeOS is rate limiting us (429): nothing was done. Try again in %(wait)s s."
+    ) % {"wait": wait}
 
 
 def _error_code(body: dict[str, Any]) -> str:
@@ -96,8 +115,8 @@ class A2AErrorRule:
     """What one A2A JSON-RPC error code means for a cancel (DESIGN.md, Cancel rules)."""
 
     outcome: str  # a gateway outcome
-    meaning: str  # what BeeOS said, in words
-    then: str  # what it means for the operator
+    meaning: str  # what BeeOS said, in words (lazy: translated when said)
+    then: str  # what it means for the operator (lazy too)
 
 
 # Seed 003's A2A error codes, as DESIGN.md's cancel rules read them. One table: the
@@ -105,50 +124,60 @@ class A2AErrorRule:
 A2A_CANCEL_ERRORS: dict[int, A2AErrorRule] = {
     -32001: A2AErrorRule(
         NOT_FOUND,
-        "the A2A task was not found",
-        "BeeOS Cloud does not know this task (it may belong to another account); "
-        "nothing was cancelled.",
+        gettext_lazy("the A2A task was not found"),
+        gettext_lazy(
+            "BeeOS Cloud does not know this task (it may belong to another account); "
+            "nothing was cancelled."
+        ),
     ),
     -32002: A2AErrorRule(
         NOT_CANCELLABLE,
-        "the A2A task is not cancelable",
-        "It has already ended or cannot be stopped now. It was re-read.",
+        gettext_lazy("the A2A task is not cancelable"),
+        gettext_lazy("It has already ended or cannot be stopped now. It was re-read."),
     ),
     -32008: A2AErrorRule(
         NOT_SENT,
-        "the agent is busy",
-        "The cancel was not sent to the agent: nothing happened. Retry later.",
+        gettext_lazy("the agent is busy"),
+        gettext_lazy("The cancel was not sent to the agent: nothing happened. Retry later."),
     ),
     -32009: A2AErrorRule(
         FAILED,
-        "the A2A-Version is incompatible",
-        "The cancel failed: the console and the agent speak incompatible A2A versions, "
-        "so a retry will fail the same way until that is fixed.",
+        gettext_lazy("the A2A-Version is incompatible"),
+        gettext_lazy(
+            "The cancel failed: the console and the agent speak incompatible A2A versions, "
+            "so a retry will fail the same way until that is fixed."
+        ),
     ),
     -32010: A2AErrorRule(
         UNCERTAIN,
-        "the connection was lost after the task was dispatched",
-        "Outcome uncertain — not resent: the cancel may have reached the agent. The task "
-        "was re-read and will be re-read until it shows what happened.",
+        gettext_lazy("the connection was lost after the task was dispatched"),
+        gettext_lazy(
+            "Outcome uncertain — not resent: the cancel may have reached the agent. The task "
+            "was re-read and will be re-read until it shows what happened."
+        ),
     ),
     -32011: A2AErrorRule(
         UNCERTAIN,
-        "the task timed out",
-        "Outcome uncertain — not resent: the cancel may still take effect. The task was "
-        "re-read and will be re-read until it shows what happened.",
+        gettext_lazy("the task timed out"),
+        gettext_lazy(
+            "Outcome uncertain — not resent: the cancel may still take effect. The task was "
+            "re-read and will be re-read until it shows what happened."
+        ),
     ),
     -32012: A2AErrorRule(
         NOT_SENT,
-        "the connection was lost before dispatch",
-        "Not sent: nothing ran, so it is safe to retry.",
+        gettext_lazy("the connection was lost before dispatch"),
+        gettext_lazy("Not sent: nothing ran, so it is safe to retry."),
     ),
 }
 # A code the table does not know: we cannot tell whether the cancel took effect.
 A2A_UNKNOWN_ERROR = A2AErrorRule(
     UNCERTAIN,
-    "an A2A error the console has no rule for",
-    "Outcome uncertain — not resent: the console cannot tell whether the cancel took "
-    "effect. The task was re-read and will be re-read until it shows what happened.",
+    gettext_lazy("an A2A error the console has no rule for"),
+    gettext_lazy(
+        "Outcome uncertain — not resent: the console cannot tell whether the cancel took "
+        "effect. The task was re-read and will be re-read until it shows what happened."
+    ),
 )
 # ErrorInfo reasons for when a body carries no numeric code (seed: TASK_NOT_FOUND).
 _A2A_CODE_BY_REASON = {"TASK_NOT_FOUND": -32001, "TASK_NOT_CANCELABLE": -32002}
@@ -220,10 +249,17 @@ def _a2a_error_answer(
     reason = next(
         (str(i["reason"]) for i in _error_infos(error.get("data")) if i.get("reason")), ""
     )
-    said = f"A2A error {rpc_code}" + (f", reason {reason}" if reason else "")
+    if reason:
+        said = gettext("A2A error %(code)s, reason %(reason)s") % {
+            "code": rpc_code,
+            "reason": reason,
+        }
+    else:
+        said = gettext("A2A error %(code)s") % {"code": rpc_code}
     return GatewayAnswer(
         rule.outcome,
-        f"BeeOS Cloud answered that {rule.meaning} ({said}). {rule.then}",
+        gettext("BeeOS Cloud answered that %(meaning)s (%(said)s). %(then)s")
+        % {"meaning": rule.meaning, "said": said, "then": rule.then},
         http_status,
         upstream={
             "code": code,
@@ -261,8 +297,11 @@ class BeeOSGateway(Gateway):
         if task.protocol != task_states.OPENAPI:
             return GatewayAnswer(
                 FAILED,
-                f"{task.get_protocol_display()} tasks have no BeeOS cancel endpoint; "
-                "cancel them where they were produced.",
+                gettext(
+                    "%(protocol)s tasks have no BeeOS cancel endpoint; "
+                    "cancel them where they were produced."
+                )
+                % {"protocol": task.get_protocol_display()},
             )
         api = beeos_sdk.TasksApi(self.client)
         try:
@@ -276,13 +315,14 @@ class BeeOSGateway(Gateway):
             return _sdk_error(exc, "task")
         except _TRANSPORT_ERRORS as exc:
             return transport_failure(exc)
-        return GatewayAnswer(ACCEPTED, "BeeOS accepted the cancel.", 200)
+        return GatewayAnswer(ACCEPTED, gettext("BeeOS accepted the cancel."), 200)
 
     def _cancel_a2a(self, task: Any) -> GatewayAnswer:
         cloud = self._cloud()
         if cloud is None:
             return GatewayAnswer(
-                FAILED, "A2A cancels need the BeeOS Cloud API (BEEOS_CLOUD_URL is not set)."
+                FAILED,
+                gettext("A2A cancels need the BeeOS Cloud API (BEEOS_CLOUD_URL is not set)."),
             )
         try:
             view = cloud.a2a.cancel_task(task.agent_id, task.task_id)
@@ -298,14 +338,15 @@ class BeeOSGateway(Gateway):
                 retry = headers.get("Retry-After") if headers is not None else None
                 return GatewayAnswer(
                     RATE_LIMITED,
-                    "BeeOS is rate limiting us (429): nothing was done. "
-                    f"Try again in {retry or '?'} s.",
+                    _rate_limited(retry or "?"),
                     429,
                     retry_after=float(retry) if retry and retry.isdigit() else None,
                     upstream={"code": code},
                 )
             if exc.status == 404:
-                return GatewayAnswer(NOT_FOUND, "BeeOS does not know this A2A task (404).", 404)
+                return GatewayAnswer(
+                    NOT_FOUND, gettext("BeeOS does not know this A2A task (404)."), 404
+                )
             if code == "task_not_cancelable" or exc.status == 409:
                 return _a2a_error_answer(
                     beeos_cloud_sdk.RuntimeMethodResponseError(code=-32002, message=""),
@@ -313,7 +354,10 @@ class BeeOSGateway(Gateway):
                     code,
                 )
             return GatewayAnswer(
-                FAILED, f"BeeOS answered {exc.status} ({code or 'error'}).", exc.status
+                FAILED,
+                gettext("BeeOS answered %(status)s (%(code)s).")
+                % {"status": exc.status, "code": code or "error"},
+                exc.status,
             )
         except OSError as exc:
             return transport_failure(exc)
@@ -321,7 +365,7 @@ class BeeOSGateway(Gateway):
         rpc_error = _a2a_rpc_error(view)
         if rpc_error is not None:
             return _a2a_error_answer(rpc_error, 200, "")
-        return GatewayAnswer(ACCEPTED, "BeeOS accepted the A2A cancel.", 200)
+        return GatewayAnswer(ACCEPTED, gettext("BeeOS accepted the A2A cancel."), 200)
 
     def reread_task(self, task: Any) -> None:
         if task.protocol == task_states.A2A:
@@ -336,8 +380,10 @@ class BeeOSGateway(Gateway):
         if cloud is None or not task.agent_id:
             return
 
-        view = cloud.a2a.get_task(task.agent_id, task.task_id)
-        write_task(parse_a2a_task(view), actor=ACTOR, authoritative=True)
+        # Through the sync's one A2A read: the history the detail page needs, and a
+        # truncated one recorded as such (a bare get_task would stop at 50 silently).
+        syncer = Syncer(self.client, instances=[], cloud=cloud, a2a_agents=[])
+        syncer.sync_a2a_task(task.agent_id, task.task_id)
 
     # --- runtime operations ------------------------------------------------------
 
@@ -358,8 +404,10 @@ class BeeOSGateway(Gateway):
             return transport_failure(exc)
         return GatewayAnswer(
             ACCEPTED,
-            "BeeOS accepted the cancel request (202): the operation stops if the runtime "
-            "has not committed the effect yet.",
+            gettext(
+                "BeeOS accepted the cancel request (202): the operation stops if the runtime "
+                "has not committed the effect yet."
+            ),
             202,
             upstream={"body": {"status": getattr(accepted, "status", "cancel_requested")}},
         )

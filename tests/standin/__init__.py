@@ -10,13 +10,15 @@
         assert len(server.requests_to("POST", "*/cancel")) == 1
 
 Seed / inspect: ``add_agent``, ``add_task``, ``set_task_status``, ``task``, ``add_message``,
-``add_envelope``, ``messages``, ``add_instance``, ``add_operation``,
+``add_envelope``, ``messages``, ``add_instance``, ``add_operation`` (``add_operations``),
 ``set_operation_status``, ``operation``, ``add_event``, ``events``, ``settle_cancel``,
-``add_a2a_task``, ``set_a2a_state``, ``a2a_task``.
+``add_a2a_task``, ``set_a2a_state``, ``a2a_task``, ``set_agent_card``,
+``set_push_configs``, ``set_push_supported`` (JSON-RPC push-config list, ``push.py``).
 Faults: ``rate_limit``, ``fail``, ``delay``, ``drop_connection``, ``a2a_error``, ``clear_faults``;
 ``stop()`` / ``start()`` for "connection refused".
-Records: ``requests`` / ``requests_to``, ``effects`` / ``effects_of``, ``errors``,
-``wait_for``. ``parse_sse`` splits the text ``stream_runtime_operation_events`` returns.
+Records: ``requests`` / ``requests_to``, ``calls`` (per route) / ``call_count()``,
+``effects`` / ``effects_of``, ``errors``, ``wait_for``.
+``parse_sse`` splits the text ``stream_runtime_operation_events`` returns.
 """
 
 from .contract import ContractError

@@ -31,6 +31,7 @@ import threading
 import time
 import traceback
 import uuid
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -60,8 +61,10 @@ from beeos_sdk.models import (
 )
 from pydantic import ValidationError
 
+from . import push
 from .contract import (
     UTC,
+    check_typed,
     cloud_typed,
     dumps,
     iso_millis,
@@ -251,6 +254,9 @@ class BeeOSStandIn:
         self._connections: set[socket.socket] = set()
         self._seq = 0
         self.requests: list[RecordedRequest] = []
+        # Requests received per route (handler name without "_", e.g. "get_task"), 429s and
+        # injected faults included: what a client's pass cost, counted on the server side.
+        self.calls: Counter[str] = Counter()
         self.effects: list[Effect] = []
         self.errors: list[str] = []  # tracebacks of handler crashes (a stand-in bug)
         self._agents: set[str] = set()
@@ -259,6 +265,9 @@ class BeeOSStandIn:
         self._operations: dict[str, _OperationRecord] = {}
         self._idempotency: dict[str, tuple[str, str, _Response]] = {}
         self._a2a: dict[str, _A2ARecord] = {}
+        self._cards: dict[str, dict[str, Any]] = {}  # agent -> its card settings (set_agent_card)
+        self._push: dict[str, list[dict[str, Any]]] = {}  # A2A task -> push configs (push.py)
+        self._push_unsupported: set[str] = set()  # agents answering -32003
 
     # --- lifecycle -------------------------------------------------------------------
 
@@ -464,6 +473,12 @@ class BeeOSStandIn:
     def clear_requests(self) -> None:
         with self._lock:
             self.requests.clear()
+            self.calls.clear()
+
+    def call_count(self) -> int:
+        """Requests received since the last :meth:`clear_requests`."""
+        with self._lock:
+            return sum(self.calls.values())
 
     def _next_seq(self) -> int:
         self._seq += 1
@@ -638,6 +653,34 @@ class BeeOSStandIn:
             self._operations[snapshot.id] = _OperationRecord(snapshot, self._next_seq())
             self._instances.add(snapshot.instance_id)
         return snapshot.model_copy(deep=True)
+
+    def add_operations(
+        self,
+        count: int,
+        *,
+        instance_id: str = "inst_standin",
+        method: str = "session/set_model",
+        status: str = "running",
+        created_at: dt.datetime,
+        step: dt.timedelta = dt.timedelta(seconds=1),
+    ) -> list[RuntimeOperationSnapshot]:
+        """Seed ``count`` operations alike but for their id and times (``created_at``,
+        then ``step`` apart), for scale tests: the first is built and checked like
+        :meth:`add_operation`, the others are copies of it (the same contract shape)."""
+        first = self.add_operation(
+            instance_id=instance_id, method=method, status=status, created_at=created_at
+        )
+        copies = [first]
+        with self._lock:
+            template = self._operations[first.id].snapshot
+            for i in range(1, count):
+                stamp = created_at + i * step
+                snapshot = template.model_copy(
+                    update={"id": str(uuid.uuid4()), "created_at": stamp, "updated_at": stamp}
+                )
+                self._operations[snapshot.id] = _OperationRecord(snapshot, self._next_seq())
+                copies.append(snapshot)
+        return copies
 
     @staticmethod
     def _default_target(capability: str) -> dict[str, Any]:
@@ -815,6 +858,79 @@ class BeeOSStandIn:
         except KeyError:
             raise KeyError(f"no A2A task {task_id!r}") from None
 
+    # --- A2A agent cards (seed 003) ------------------------------------------------------
+
+    def set_agent_card(
+        self,
+        agent_id: str,
+        *,
+        shape: str = "1.0",
+        legacy_only: bool = False,
+        a2a_enabled: bool = True,
+        configured: bool = True,
+        **card: Any,
+    ) -> None:
+        """Publish ``agent_id``'s card. ``shape``: "1.0" (``supportedInterfaces``) or "0.3"
+        (``url`` + ``protocolVersion``; a request with ``A2A-Version: 0.3`` gets it too).
+        ``legacy_only``: an older Cloud, only ``.well-known/agent.json`` answers.
+        ``a2a_enabled=False``: 403 ``a2a_disabled``. ``configured=False``: JSON-RPC -32007.
+        ``card``: fields over the defaults (name, description, version, modes)."""
+        base = {
+            "name": f"Agent {agent_id}",
+            "description": f"The stand-in's agent {agent_id}.",
+            "version": "3",
+            "defaultInputModes": ["text/plain"],
+            "defaultOutputModes": ["text/plain", "application/json"],
+        }
+        with self._lock:
+            self._cards[agent_id] = {
+                "shape": shape,
+                "legacy_only": legacy_only,
+                "a2a_enabled": a2a_enabled,
+                "configured": configured,
+                "card": {**base, **card},
+            }
+
+    def _a2a_agent_card(self, ctx: _Ctx, *, legacy: bool = False) -> _Response:
+        agent_id = ctx.params["agentId"]
+        with self._lock:
+            settings = copy.deepcopy(self._cards.get(agent_id))
+        if settings is None or (settings["legacy_only"] and not legacy):
+            return self._cloud_error(ctx, 404, "not_found", f"no route {ctx.request.path}")
+        if not settings["a2a_enabled"]:
+            return self._cloud_error(ctx, 403, "a2a_disabled", "A2A is disabled for this agent")
+        if not settings["configured"]:
+            error = {"code": -32007, "message": "agent card not configured"}
+            body = {"jsonrpc": "2.0", "id": None, "error": error}
+            return self._json(200, cloud_typed(cloud.RuntimeMethodResponse, body))
+        card = settings["card"]
+        endpoint = f"{self.cloud_url}/a2a/{agent_id}"
+        if settings["shape"] == "0.3" or ctx.request.header("A2A-Version") == "0.3":
+            card = {**card, "url": endpoint, "protocolVersion": "0.3"}
+        else:
+            interface = {"url": endpoint, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+            card = {**card, "supportedInterfaces": [interface]}
+        return self._json(200, cloud_typed(cloud.A2AAgentCard, card))
+
+    def _a2a_agent_card_legacy(self, ctx: _Ctx) -> _Response:
+        return self._a2a_agent_card(ctx, legacy=True)
+
+    # --- A2A push-notification configs (seed 003, tests/standin/push.py) -------------------
+
+    def set_push_configs(self, task_id: str, configs: list[dict[str, Any]]) -> None:
+        """The push configs of an A2A task (1.0 shape: ``{id, url, token?, authentication?:
+        {scheme, credentials?}}``); listed by ``ListTaskPushNotificationConfigs`` & aliases."""
+        with self._lock:
+            self._push[task_id] = [push.seed_config(task_id, c) for c in configs]
+
+    def set_push_supported(self, agent_id: str, supported: bool = True) -> None:
+        """``supported=False``: the agent answers the push methods with -32003."""
+        with self._lock:
+            if supported:
+                self._push_unsupported.discard(agent_id)
+            else:
+                self._push_unsupported.add(agent_id)
+
     # --- HTTP: dispatch ------------------------------------------------------------------
 
     _ROUTES: tuple[tuple[str, re.Pattern[str], str], ...] = tuple(
@@ -838,6 +954,8 @@ class BeeOSStandIn:
                 "_cancel_operation",
             ),
             ("POST", "/v1/a2a/{agentId}", "_a2a_invoke"),
+            ("GET", "/v1/a2a/{agentId}/.well-known/agent-card.json", "_a2a_agent_card"),
+            ("GET", "/v1/a2a/{agentId}/.well-known/agent.json", "_a2a_agent_card_legacy"),
             ("GET", "/v1/a2a/{agentId}/tasks", "_a2a_list"),
             ("GET", "/v1/a2a/{agentId}/tasks/{taskId}", "_a2a_get"),
             ("POST", "/v1/a2a/{agentId}/tasks/{taskId}/cancel", "_a2a_cancel"),
@@ -845,8 +963,17 @@ class BeeOSStandIn:
     )
 
     def _record(self, request: RecordedRequest) -> None:
+        route = next(
+            (
+                name[1:]
+                for m, rx, name in self._ROUTES
+                if m == request.method and rx.match(request.path)
+            ),
+            "unrouted",
+        )
         with self._lock:
             self.requests.append(request)
+            self.calls[route] += 1
 
     def _dispatch(self, request: RecordedRequest) -> _Response:
         ctx = _Ctx(request, f"req_{uuid.uuid4().hex[:16]}")
@@ -1437,6 +1564,14 @@ class BeeOSStandIn:
         rpc_id = request.get("id")
         method = request.get("method")
         params = request.get("params") or {}
+        with self._lock:
+            card = self._cards.get(ctx.params["agentId"])
+        if card is not None and not card["a2a_enabled"]:
+            return self._cloud_error(ctx, 403, "a2a_disabled", "A2A is disabled for this agent")
+        if method in push.LIST_METHODS:
+            # What the console sends must be the SDK's InvokeA2ARequest (a bad one: a 500).
+            check_typed(request, cloud.InvokeA2ARequest, "InvokeA2ARequest")
+            return self._a2a_push_list(ctx, rpc_id, method, params, answer, rpc_error)
         if method not in ("GetTask", "tasks/get", "CancelTask", "tasks/cancel"):
             return rpc_error(rpc_id, -32601, "METHOD_NOT_FOUND", f"Method not found: {method}")
         task_id = params.get("id") if isinstance(params, dict) else None
@@ -1458,6 +1593,29 @@ class BeeOSStandIn:
             if not isinstance(length, int) or isinstance(length, bool) or length < 0:
                 return rpc_error(rpc_id, -32602, "INVALID_PARAMS", "historyLength must be >= 0")
             return answer(rpc_id, self._a2a_view_for_get(record.view, length))
+
+    def _a2a_push_list(self, ctx, rpc_id, method, params, answer, rpc_error) -> _Response:
+        agent_id = ctx.params["agentId"]
+        if agent_id in self._push_unsupported:
+            message = "Push notifications are not supported by this agent"
+            reason = "PUSH_NOTIFICATION_NOT_SUPPORTED"
+            return rpc_error(rpc_id, push.PUSH_NOT_SUPPORTED, reason, message)
+        params = params if isinstance(params, dict) else {}
+        # 1.0 names the task taskId; the 0.3 alias id.
+        key = "id" if method in push.LIST_METHODS_03 else "taskId"
+        task_id = params.get(key)
+        if not isinstance(task_id, str) or not task_id:
+            return rpc_error(rpc_id, -32602, "INVALID_PARAMS", f"params.{key} is required")
+        size = params.get("pageSize", 50)
+        if not isinstance(size, int) or isinstance(size, bool) or not 1 <= size <= 100:
+            return rpc_error(rpc_id, -32602, "INVALID_PARAMS", "pageSize must be 1..100")
+        with self._lock:
+            if self._a2a_visible(agent_id, task_id) is None:
+                message = f"A2A task not found: {task_id}"
+                return rpc_error(rpc_id, A2A_TASK_NOT_FOUND, "TASK_NOT_FOUND", message)
+            configs = copy.deepcopy(self._push.get(task_id, []))
+        token = params.get("pageToken")
+        return answer(rpc_id, push.list_result(method, configs, size, token or ""))
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -1,10 +1,11 @@
-"""`manage.py sync_beeos`: pull tasks, messages and runtime operations from BeeOS."""
+"""`manage.py sync_beeos`: pull tasks, messages, runtime operations and A2A tasks from BeeOS."""
 
 from __future__ import annotations
 
 import time
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from beeos_console.upstream import clients
@@ -13,8 +14,10 @@ from beeos_console.upstream.sync import NOT_FOUND, Syncer
 
 class Command(BaseCommand):
     help = (
-        "Pull the caller's tasks (with messages) and the active runtime operations of the "
-        "configured instances from BeeOS through beeos-sdk. Resumes from the stored cursor. "
+        "Pull what changed in BeeOS since the last pass: the caller's new and changed tasks "
+        "(with messages), the tasks webhooks flagged, the active runtime operations of the "
+        "configured instances (beeos-sdk) and the A2A tasks the configured agents sent and "
+        "received (beeos-cloud-sdk), plus a few open objects in turn (BEEOS_SYNC_SWEEP). "
         "Objects BeeOS answers 404 for are marked 'not found upstream', not errors; "
         "with --once the exit status is 1 when a read failed (transport, 401/403, 5xx)."
     )
@@ -32,17 +35,41 @@ class Command(BaseCommand):
             metavar="ID",
             help="Instance to watch (repeatable); default: BEEOS_INSTANCES.",
         )
+        parser.add_argument(
+            "--a2a-agent",
+            action="append",
+            dest="a2a_agents",
+            metavar="ID",
+            help="Agent whose A2A tasks to list (repeatable); default: BEEOS_A2A_AGENTS. "
+            "Needs BEEOS_CLOUD_URL.",
+        )
+        parser.add_argument(
+            "--a2a-counterpart",
+            default="",
+            metavar="ID",
+            help="Only the A2A tasks exchanged with this other agent (a2a.listTasks agent_id).",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
             client = clients.platform_client()
         except clients.UpstreamNotConfigured as exc:
             raise CommandError(f"{exc} The sync needs the BeeOS API (BEEOS_API_URL).") from exc
+        if (options["a2a_agents"] or settings.BEEOS_A2A_AGENTS) and not clients.cloud_configured():
+            self.stderr.write(
+                "A2A agents are configured but BEEOS_CLOUD_URL is not set: A2A tasks are skipped."
+            )
         passes = 0
         while True:
             passes += 1
             started = time.monotonic()
-            syncer = Syncer(client, instances=options["instances"], progress=self.stdout.write)
+            syncer = Syncer(
+                client,
+                instances=options["instances"],
+                a2a_agents=options["a2a_agents"],
+                a2a_counterpart=options["a2a_counterpart"],
+                progress=self.stdout.write,
+            )
             report = syncer.run()
             elapsed = time.monotonic() - started
             for line in report.errors[:20]:
