@@ -1,7 +1,7 @@
 """The projection audit: is every stored product status true to its raw state?
 
-One sweep streams tasks, messages and runtime operations in primary-key
-chunks (memory stays flat at millions of rows) and reports:
+One sweep reads tasks, messages and runtime operations in primary-key chunks
+(memory stays flat at millions of rows) and reports:
 
 - **drift**: the stored projection differs from what today's rules give (a
   task's includes its product producer's failure details); a row stamped by an
@@ -15,9 +15,13 @@ chunks (memory stays flat at millions of rows) and reports:
   skew: ``updated_at`` beyond now + ``CONSOLE_MAX_CLOCK_SKEW``, one indexed
   query per kind), reported apart: they do not fail the audit.
 
-Expensive evidence (the audit log's state history and recorded cancels) is read
-only for the few rows that would otherwise be findings, so a sweep over a
-million tasks stays a handful of queries per chunk.
+``sweep`` is set-based (``sweep.py`` does the SQL): each distinct raw tuple is
+projected once, and only the rows that may hold a finding reach the per-row
+checks below, read by ``WORKERS`` database sessions side by side.
+``sweep_per_row`` runs every row through the same checks; it is the reference
+the set-based sweep is tested against (same findings, same order, for the same
+chunk size). Expensive evidence (the audit log's state history and recorded
+cancels) is read only for the few tasks whose deciding reply contradicts them.
 
 Each category keeps a count and up to ``EXAMPLES`` examples with what a page
 needs to link to the object.
@@ -26,6 +30,7 @@ needs to link to the object.
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -35,6 +40,7 @@ from django.conf import settings
 from django.db.models import Case, JSONField, Model, Value, When
 from django.db.models.fields.json import KeyTransform
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from beeos_console.auditlog import chain
 from beeos_console.auditlog.models import AuditEntry
@@ -45,36 +51,48 @@ from beeos_console.mirror.states import (
     COMPLETED,
     PROJECTION_VERSION,
     TERMINAL_PRODUCT_STATUSES,
+    Projection,
 )
+from beeos_console.projection import sweep as set_based
 from operations import states as op_states
 from operations.models import RuntimeOperation
 from operations.services.snapshots import project_operation
 from tasks import states as task_states
 from tasks.models import Message, Task
 
+# Rows per chunk: the per-row reference streams 2,000 at a time; the set-based
+# sweep reads a primary-key range of 50,000 per query (only its finding rows come back).
 CHUNK = 2000
+SET_CHUNK = 50_000
+# Database sessions the set-based sweep reads with side by side (this machine's cores).
+WORKERS = 2
 EXAMPLES = 50
 
 # Categories and whether they fail the audit (exit 1 / red on the page).
 FAILING = {
-    "drift": "Stored projection differs from today's rules",
-    "unmapped": "Raw values no table knows",
-    "evidence_mismatch": "Terminal task whose deciding agent reply says otherwise",
-    "no_terminal_reply": "Completed task whose messages hold no terminal agent reply",
-    "user_request_as_completion": "Completed user request taken as task completion",
-    "succeeded_not_synced": "Operation succeeded but its projection is not synced",
-    "projection_pending_stale": "projection_pending for longer than the threshold",
-    "terminal_flag_mismatch": "Upstream terminal flag disagrees with our table",
-    "audit_chain_broken": "The audit log's hash chain is broken (an entry changed, "
-    "deleted or written past the app)",
+    "drift": _("Stored projection differs from today's rules"),
+    "unmapped": _("Raw values no table knows"),
+    "evidence_mismatch": _("Terminal task whose deciding agent reply says otherwise"),
+    "no_terminal_reply": _("Completed task whose messages hold no terminal agent reply"),
+    "user_request_as_completion": _("Completed user request taken as task completion"),
+    "succeeded_not_synced": _("Operation succeeded but its projection is not synced"),
+    "projection_pending_stale": _("projection_pending for longer than the threshold"),
+    "terminal_flag_mismatch": _("Upstream terminal flag disagrees with our table"),
+    "audit_chain_broken": _(
+        "The audit log's hash chain is broken (an entry changed, deleted or written past the app)"
+    ),
 }
 INFORMATIONAL = {
-    "missing_evidence": "Terminal task with no mirrored messages yet",
-    "producer_note": "Producer notes: accepted values not spelled as the tables write them "
-    "(letter case, blanks, the other cancel spelling)",
-    "outdated_version": "Stamped by an older projection table version",
-    "future_stamp": "Stamped in the future (clock skew): updatedAt beyond now + "
-    "CONSOLE_MAX_CLOCK_SKEW; stored, ordered as now + skew (the next real snapshot applies)",
+    "missing_evidence": _("Terminal task with no mirrored messages yet"),
+    "producer_note": _(
+        "Producer notes: accepted values not spelled as the tables write them "
+        "(letter case, blanks, the other cancel spelling)"
+    ),
+    "outdated_version": _("Stamped by an older projection table version"),
+    "future_stamp": _(
+        "Stamped in the future (clock skew): updatedAt beyond now + "
+        "CONSOLE_MAX_CLOCK_SKEW; stored, ordered as now + skew (the next real snapshot applies)"
+    ),
 }
 TASK_FIELDS = (
     "id",
@@ -185,17 +203,49 @@ def _drift(stored: dict[str, Any], expected: Any) -> dict[str, list[Any]]:
 
 def sweep(
     progress: Callable[[str], None] | None = None,
+    chunk: int = SET_CHUNK,
+    listener: Callable[[str, dict[str, Any]], None] | None = None,
+    check_audit_chain: bool = False,
+    workers: int = WORKERS,
+) -> AuditReport:
+    """The audit, set-based (``sweep.py``): what ``audit_projections`` and the page run.
+
+    Its findings are those of ``sweep_per_row`` with the same ``chunk``, in the
+    same order (tests/test_audit_sweep_equivalence.py). ``workers`` database
+    sessions read the ranges side by side (one inside a transaction).
+    """
+    report = AuditReport(listener=listener)
+    with set_based.key_tables():
+        _fill_key_tables(progress)
+        with set_based.Sessions(workers) as sessions:
+            _set_tasks(report, progress, chunk, sessions)
+            _set_messages(report, progress, chunk, sessions)
+            _set_operations(report, progress, chunk, sessions)
+    _check_future_stamps(report)
+    if check_audit_chain:
+        # The command and the audit page's job walk the audit log's hash chain too.
+        _check_audit_chain(report, progress)
+    report.finished_at = timezone.now()
+    return report
+
+
+def sweep_per_row(
+    progress: Callable[[str], None] | None = None,
     chunk: int = CHUNK,
     listener: Callable[[str, dict[str, Any]], None] | None = None,
     check_audit_chain: bool = False,
 ) -> AuditReport:
+    """The audit row by row: every row of every kind through Python (the reference).
+
+    Kept as the definition the set-based ``sweep`` is tested against; about
+    three times slower at a million tasks.
+    """
     report = AuditReport(listener=listener)
     _sweep_tasks(report, progress, chunk)
     _sweep_messages(report, progress, chunk)
     _sweep_operations(report, progress, chunk)
     _check_future_stamps(report)
     if check_audit_chain:
-        # The command and the audit page's job walk the audit log's hash chain too.
         _check_audit_chain(report, progress)
     report.finished_at = timezone.now()
     return report
@@ -283,30 +333,47 @@ def _sweep_tasks(report: AuditReport, progress: Callable | None, chunk: int) -> 
         terminal_ids: dict[int, dict[str, Any]] = {}
         for row in rows:
             stored = dict(zip(TASK_FIELDS, row, strict=True))
-            protocol, raw = stored["protocol"], stored["raw_state"]
-            link = {
-                "kind": "task",
-                "id": stored["task_id"],
-                "protocol": protocol,
-                "raw": raw,
-                "status": stored["status"],
-            }
-            details = {name: stored[f"producer_{name}"] for name in task_states.PRODUCER_DETAILS}
-            expected = task_states.project_stored(protocol, raw, details)
-            _check_projection(report, "task", stored, expected, link)
-            if note := task_states.producer_note(protocol, raw):
-                report.add("producer_note", {**link, "note": note})
+            link, expected = _check_task_row(report, stored)
             if expected.status in TERMINAL_PRODUCT_STATUSES:
-                terminal_ids[stored["id"]] = {
-                    **link,
-                    "expected": expected.status,
-                    "_updated_at": stored["updated_at"],
-                    "_first_seen_at": stored["first_seen_at"],
-                }
+                terminal_ids[stored["id"]] = _evidence_link(link, expected.status, stored)
         _check_task_evidence(report, terminal_ids)
         report.scanned["tasks"] += len(rows)
         if progress:
             progress(f"tasks: {report.scanned['tasks']:,} scanned")
+
+
+def _task_link(stored: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "kind": "task",
+        "id": stored["task_id"],
+        "protocol": stored["protocol"],
+        "raw": stored["raw_state"],
+        "status": stored["status"],
+    }
+
+
+def _check_task_row(report: AuditReport, stored: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+    """One task's projection and spelling; returns its link and expected projection."""
+    protocol, raw = stored["protocol"], stored["raw_state"]
+    link = _task_link(stored)
+    details = {name: stored[f"producer_{name}"] for name in task_states.PRODUCER_DETAILS}
+    expected = task_states.project_stored(protocol, raw, details)
+    _check_projection(report, "task", stored, expected, link)
+    if note := task_states.producer_note(protocol, raw):
+        report.add("producer_note", {**link, "note": note})
+    return link, expected
+
+
+def _evidence_link(
+    link: dict[str, Any], expected_status: str, stored: dict[str, Any]
+) -> dict[str, Any]:
+    """What the evidence rule needs of a terminal task (``_`` keys stay out of findings)."""
+    return {
+        **link,
+        "expected": expected_status,
+        "_updated_at": stored["updated_at"],
+        "_first_seen_at": stored["first_seen_at"],
+    }
 
 
 def _check_projection(
@@ -551,26 +618,27 @@ def _sweep_messages(report: AuditReport, progress: Callable | None, chunk: int) 
             stored = dict(zip(MESSAGE_FIELDS, row, strict=True))
             if stored["source"] != Message.Source.ENVELOPE:
                 continue  # A2A history carries no envelope state to project
-            link = {
-                "kind": "message",
-                "id": stored["message_id"],
-                "protocol": "message",
-                "raw": stored["state"],
-                "status": stored["status"],
-            }
-            expected = task_states.project_message(
-                stored["state"], stop_reason=stored["stop_reason"]
-            )
-            _check_projection(report, "message", stored, expected, link)
-            if note := task_states.producer_note(task_states.MESSAGE, stored["state"]):
-                report.add("producer_note", {**link, "note": note})
-            if stored["updated_at"] is not None and stored["updated_at"] > bound:
-                report.add(
-                    "future_stamp", {**link, "note": _future_note(stored["updated_at"], bound)}
-                )
+            _check_message_row(report, stored, bound)
         report.scanned["messages"] += len(rows)
         if progress:
             progress(f"messages: {report.scanned['messages']:,} scanned")
+
+
+def _check_message_row(report: AuditReport, stored: dict[str, Any], bound: dt.datetime) -> None:
+    """One message envelope's projection, spelling and clock."""
+    link = {
+        "kind": "message",
+        "id": stored["message_id"],
+        "protocol": "message",
+        "raw": stored["state"],
+        "status": stored["status"],
+    }
+    expected = task_states.project_message(stored["state"], stop_reason=stored["stop_reason"])
+    _check_projection(report, "message", stored, expected, link)
+    if note := task_states.producer_note(task_states.MESSAGE, stored["state"]):
+        report.add("producer_note", {**link, "note": note})
+    if stored["updated_at"] is not None and stored["updated_at"] > bound:
+        report.add("future_stamp", {**link, "note": _future_note(stored["updated_at"], bound)})
 
 
 # --- runtime operations ------------------------------------------------------------------
@@ -596,48 +664,62 @@ OPERATION_FIELDS = (
 
 
 def _sweep_operations(report: AuditReport, progress: Callable | None, chunk: int) -> None:
-    pending_cutoff = timezone.now() - dt.timedelta(minutes=settings.CONSOLE_STUCK_AFTER_MINUTES)
+    pending_cutoff = _pending_cutoff(timezone.now())
     for rows in chunks(RuntimeOperation, OPERATION_FIELDS, chunk):
         for row in rows:
-            stored = dict(zip(OPERATION_FIELDS, row, strict=True))
-            raw = stored["raw_status"]
-            link = {
-                "kind": "operation",
-                "id": stored["operation_id"],
-                "protocol": "operation",
-                "raw": raw,
-                "status": stored["status"],
-            }
-            expected = project_operation(stored)
-            _check_projection(report, "operation", stored, expected, link)
-            _check_operation_values(report, stored, link)
-            status = op_states.status_key(raw)
-            projection_state = op_states.PROJECTION_STATE_VOCABULARY.key(stored["projection_state"])
-            # not_applicable: reads have nothing to project (ours).
-            if status == "succeeded" and projection_state not in ("synced", "not_applicable"):
-                report.add(
-                    "succeeded_not_synced", {**link, "projection_state": stored["projection_state"]}
-                )
-            if (
-                status == "projection_pending"
-                and stored["updated_at"] is not None
-                and stored["updated_at"] < pending_cutoff
-            ):
-                report.add(
-                    "projection_pending_stale", {**link, "since": stored["updated_at"].isoformat()}
-                )
-            if op_states.is_known(raw) and stored["terminal"] != op_states.is_terminal(raw):
-                report.add(
-                    "terminal_flag_mismatch",
-                    {
-                        **link,
-                        "upstream_terminal": stored["terminal"],
-                        "our_terminal": op_states.is_terminal(raw),
-                    },
-                )
+            _check_operation_row(
+                report, dict(zip(OPERATION_FIELDS, row, strict=True)), pending_cutoff
+            )
         report.scanned["operations"] += len(rows)
         if progress:
             progress(f"operations: {report.scanned['operations']:,} scanned")
+
+
+def _pending_cutoff(now: dt.datetime) -> dt.datetime:
+    return now - dt.timedelta(minutes=settings.CONSOLE_STUCK_AFTER_MINUTES)
+
+
+def _is_unsynced_success(raw_status: str, projection_state: str) -> bool:
+    """Succeeded, but its projection is neither synced nor not_applicable (reads: ours)."""
+    state = op_states.PROJECTION_STATE_VOCABULARY.key(projection_state)
+    return op_states.status_key(raw_status) == "succeeded" and state not in (
+        "synced",
+        "not_applicable",
+    )
+
+
+def _check_operation_row(
+    report: AuditReport, stored: dict[str, Any], pending_cutoff: dt.datetime
+) -> None:
+    """One operation's projection, values and invariants."""
+    raw = stored["raw_status"]
+    link = {
+        "kind": "operation",
+        "id": stored["operation_id"],
+        "protocol": "operation",
+        "raw": raw,
+        "status": stored["status"],
+    }
+    expected = project_operation(stored)
+    _check_projection(report, "operation", stored, expected, link)
+    _check_operation_values(report, stored, link)
+    if _is_unsynced_success(raw, stored["projection_state"]):
+        report.add("succeeded_not_synced", {**link, "projection_state": stored["projection_state"]})
+    if (
+        op_states.status_key(raw) == "projection_pending"
+        and stored["updated_at"] is not None
+        and stored["updated_at"] < pending_cutoff
+    ):
+        report.add("projection_pending_stale", {**link, "since": stored["updated_at"].isoformat()})
+    if op_states.is_known(raw) and stored["terminal"] != op_states.is_terminal(raw):
+        report.add(
+            "terminal_flag_mismatch",
+            {
+                **link,
+                "upstream_terminal": stored["terminal"],
+                "our_terminal": op_states.is_terminal(raw),
+            },
+        )
 
 
 # The operation fields whose effectState a table must know, as the wire names them.
@@ -660,3 +742,197 @@ def _check_operation_values(
     ]
     if notes:
         report.add("producer_note", {**link, "note": "; ".join(notes)})
+
+
+# --- the set-based sweep (sweep.py does the SQL) ---------------------------------------------
+
+
+def _fill_key_tables(progress: Callable | None) -> None:
+    """Every distinct raw tuple, projected once by the rules above."""
+    tuples = {
+        "tasks": set_based.TASK_KEYS.fill(_project_task_key),
+        "messages": set_based.MESSAGE_KEYS.fill(_project_message_key),
+        "operations": set_based.OPERATION_KEYS.fill(_project_operation_key),
+    }
+    if progress:
+        counted = ", ".join(f"{kind} {n:,}" for kind, n in tuples.items())
+        progress(f"distinct raw tuples, projected once: {counted}")
+
+
+def _projected(expected: Projection) -> tuple[str, ...]:
+    """The key tables' projection columns (``set_based.PROJECTION_COLUMNS``)."""
+    return (
+        expected.status,
+        expected.reason,
+        expected.outcome_certainty,
+        expected.retry_policy,
+        expected.rule,
+    )
+
+
+def _details(texts: tuple[str, ...] | list[str]) -> dict[str, Any]:
+    """A product producer's failure details from their JSON text ('' when absent)."""
+    return {
+        name: json.loads(text) if text else None
+        for name, text in zip(task_states.PRODUCER_DETAILS, texts, strict=True)
+    }
+
+
+def _project_task_key(key: tuple[str, ...]) -> tuple[Any, ...]:
+    """A (protocol, raw state): its projection without producer details.
+
+    The status never depends on them (``with_producer_details`` keeps it), so
+    the evidence rule reads it from here; rows with details are projected one
+    by one (``set_based.task_rows`` returns them).
+    """
+    protocol, raw = key
+    expected = task_states.project_stored(protocol, raw, {})
+    flagged = expected.is_unmapped or task_states.producer_note(protocol, raw) is not None
+    return (*_projected(expected), flagged, expected.status in TERMINAL_PRODUCT_STATUSES)
+
+
+def _project_message_key(key: tuple[str, ...]) -> tuple[Any, ...]:
+    state, stop_reason = key
+    expected = task_states.project_message(state, stop_reason=stop_reason)
+    note = task_states.producer_note(task_states.MESSAGE, state)
+    return (
+        *_projected(expected),
+        expected.is_unmapped or note is not None,
+        task_states.is_message_terminal(state),
+        # What makes a request "completed" in the evidence rule (no stop reason).
+        task_states.project_message(state).status == COMPLETED,
+    )
+
+
+def _project_operation_key(key: tuple[str, ...]) -> tuple[Any, ...]:
+    fields = dict(zip(set_based.OPERATION_KEY_COLUMNS, key, strict=True))
+    raw = fields["raw_status"]
+    expected = project_operation(fields)
+    effects = [fields[name] for name, _wire in EFFECT_FIELDS]
+    notes = op_states.producer_notes(raw, fields["effect_state"], fields["error_retry_mode"])
+    notes += op_states.producer_notes(None, fields["error_effect_state"])
+    flagged = (
+        expected.is_unmapped
+        or bool(op_states.unmapped_effect_states(*effects))
+        or bool(notes)
+        or _is_unsynced_success(raw, fields["projection_state"])
+    )
+    return (
+        *_projected(expected),
+        flagged,
+        op_states.status_key(raw) == "projection_pending",
+        op_states.is_known(raw),
+        op_states.is_terminal(raw),
+    )
+
+
+def _ranges(model: type[Model], chunk: int) -> Iterator[tuple[int, int, int]]:
+    """(after, last pk, rows) of each primary-key range of ``chunk`` rows."""
+    last = 0
+    while found := set_based.next_range(model, last, chunk):
+        count, hi = found
+        yield last, hi, count
+        last = hi
+
+
+Range = tuple[int, int, int]
+TaskReads = tuple[list[dict[str, Any]], list[dict[str, Any]], dict[int, str]]
+
+
+def _read_tasks(bounds: Range) -> TaskReads:
+    """What one range of tasks needs from the database (runs in a reading session)."""
+    lo, hi, _count = bounds
+    rows = set_based.task_rows(lo, hi, PROJECTION_VERSION)
+    evidence = set_based.evidence_rows(lo, hi, timezone.now())
+    asking = [row["id"] for row in evidence if _needs_last_request(row)]
+    return rows, evidence, set_based.last_completed_requests(asking)
+
+
+def _set_tasks(
+    report: AuditReport, progress: Callable | None, chunk: int, sessions: set_based.Sessions
+) -> None:
+    for (_lo, _hi, count), (rows, evidence, requests) in sessions.ordered(
+        _read_tasks, _ranges(Task, chunk)
+    ):
+        for row in rows:
+            texts = [row[key] for key in set_based.TASK_DETAIL_KEYS]
+            row.update({f"producer_{name}": value for name, value in _details(texts).items()})
+            _check_task_row(report, row)
+        _set_task_evidence(report, evidence, requests)
+        report.scanned["tasks"] += count
+        if progress:
+            progress(f"tasks: {report.scanned['tasks']:,} scanned")
+
+
+def _is_quiet(row: dict[str, Any]) -> bool:
+    """Judged from the aggregate alone: no deciding reply, nothing unknown."""
+    return not (row["unknown_task"] or row["unknown_message"] or row["decided"])
+
+
+def _needs_last_request(row: dict[str, Any]) -> bool:
+    """A completed task whose envelopes hold no deciding reply: was a request taken for it?"""
+    return _is_quiet(row) and row["envelopes"] and row["expected"] == COMPLETED
+
+
+def _set_task_evidence(
+    report: AuditReport, evidence: list[dict[str, Any]], requests: dict[int, str]
+) -> None:
+    """The evidence rule for the terminal tasks of one range, as ``_check_task_evidence``.
+
+    SQL leaves out the tasks it clears; the rest are judged here in primary-key
+    order, and the ones a deciding reply contradicts (suspects: their history
+    decides) go through ``_check_task_evidence`` afterwards, as they do there.
+    """
+    doubted: dict[int, dict[str, Any]] = {}
+    for row in evidence:
+        pk, link = row["id"], _evidence_link(_task_link(row), row["expected"], row)
+        if row["unknown_task"]:
+            # Written after the key tables were filled: judged the per-row way.
+            expected = task_states.project(row["protocol"], row["raw_state"]).status
+            if expected in TERMINAL_PRODUCT_STATUSES:
+                doubted[pk] = {**link, "expected": expected}
+        elif not _is_quiet(row):
+            doubted[pk] = link
+        else:
+            _judge(
+                report,
+                pk,
+                link,
+                None,
+                {pk} if row["envelopes"] else set(),
+                {pk} if row["history"] else set(),
+                {pk: [requests[pk]]} if pk in requests else {},
+            )
+    _check_task_evidence(report, doubted)
+
+
+def _set_messages(
+    report: AuditReport, progress: Callable | None, chunk: int, sessions: set_based.Sessions
+) -> None:
+    bound = future_bound(timezone.now())
+
+    def read(bounds: Range) -> list[dict[str, Any]]:
+        return set_based.message_rows(bounds[0], bounds[1], PROJECTION_VERSION, bound)
+
+    for (_lo, _hi, count), rows in sessions.ordered(read, _ranges(Message, chunk)):
+        for row in rows:
+            _check_message_row(report, row, bound)
+        report.scanned["messages"] += count
+        if progress:
+            progress(f"messages: {report.scanned['messages']:,} scanned")
+
+
+def _set_operations(
+    report: AuditReport, progress: Callable | None, chunk: int, sessions: set_based.Sessions
+) -> None:
+    cutoff = _pending_cutoff(timezone.now())
+
+    def read(bounds: Range) -> list[dict[str, Any]]:
+        return set_based.operation_rows(bounds[0], bounds[1], PROJECTION_VERSION, cutoff)
+
+    for (_lo, _hi, count), rows in sessions.ordered(read, _ranges(RuntimeOperation, chunk)):
+        for row in rows:
+            _check_operation_row(report, row, cutoff)
+        report.scanned["operations"] += count
+        if progress:
+            progress(f"operations: {report.scanned['operations']:,} scanned")

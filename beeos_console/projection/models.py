@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 # Every console table keeps the historical app label "console" (its migrations
 # live in beeos_console/core/migrations), whichever package defines the model.
@@ -12,15 +13,15 @@ class ProjectionJob(models.Model):
     """An audit sweep or a re-projection, run on the task framework, with its report."""
 
     class Kind(models.TextChoices):
-        AUDIT = "audit", "Projection audit"
-        DRY_RUN = "dry_run", "Re-projection (dry run)"
-        REPROJECT = "reproject", "Re-projection"
+        AUDIT = "audit", _("Projection audit")
+        DRY_RUN = "dry_run", _("Re-projection (dry run)")
+        REPROJECT = "reproject", _("Re-projection")
 
     class State(models.TextChoices):
-        QUEUED = "queued", "Queued"
-        RUNNING = "running", "Running"
-        FINISHED = "finished", "Finished"
-        FAILED = "failed", "Failed"
+        QUEUED = "queued", _("Queued")
+        RUNNING = "running", _("Running")
+        FINISHED = "finished", _("Finished")
+        FAILED = "failed", _("Failed")
 
     kind = models.CharField(max_length=16, choices=Kind.choices)
     state = models.CharField(max_length=16, choices=State.choices, default=State.QUEUED)

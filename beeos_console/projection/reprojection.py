@@ -20,7 +20,7 @@ from django_tasks import task as background_task
 
 from beeos_console.auditlog import services as auditlog
 from beeos_console.auditlog.services import Actor
-from beeos_console.mirror import counters, registry
+from beeos_console.mirror import agent_counters, counters, registry
 from beeos_console.mirror.states import PROJECTION_VERSION, Projection
 from beeos_console.projection import audit as projection_audit
 from beeos_console.projection.models import ProjectionJob
@@ -56,6 +56,8 @@ def reproject_row(kind: str, pk: int, *, actor: Actor) -> dict[str, list[Any]]:
         if not changes:
             return {}
         old_status = obj.status
+        # Only kinds with per-agent counters name agents (an operation has no agent_id).
+        agents_before = agent_counters.state_of(obj) if mirrored.agent_counted else None
         for name, value in expected_for(kind, obj).as_fields().items():
             setattr(obj, name, value)
         obj.save(update_fields=[*expected_for(kind, obj).as_fields(), "mirrored_at"])
@@ -63,6 +65,8 @@ def reproject_row(kind: str, pk: int, *, actor: Actor) -> dict[str, list[Any]]:
             if column == "status" and old_status != obj.status:
                 before, after = (old_status, obj.created_at), (obj.status, obj.created_at)
                 counters.on_change(counter, before, after)
+        if mirrored.agent_counted and old_status != obj.status:
+            agent_counters.on_write(agents_before, obj)
         auditlog.record(
             actor,
             f"{kind}.reprojected",

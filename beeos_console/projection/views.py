@@ -7,6 +7,7 @@ from typing import Any
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext
 from django.views.decorators.http import require_http_methods, require_POST
 
 from beeos_console.auditlog.services import Actor
@@ -60,10 +61,12 @@ def _summary_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
 def projection_job_start(request: HttpRequest) -> HttpResponse:
     kind = request.POST.get("kind", "")
     if kind not in ProjectionJob.Kind.values:
-        messages.error(request, "Unknown job.")
+        messages.error(request, gettext("Unknown job."))
         return redirect("audit:projections")
     if kind == ProjectionJob.Kind.REPROJECT and request.POST.get("confirm") != "reproject":
-        messages.error(request, "Re-projecting needs a dry run and its confirmation first.")
+        messages.error(
+            request, gettext("Re-projecting needs a dry run and its confirmation first.")
+        )
         return redirect("audit:projections")
     job = reprojection.start_job(kind, actor=Actor.of_user(request.user))
     return redirect("audit:projection-job", pk=job.pk)
@@ -93,9 +96,15 @@ def reproject_one_view(request: HttpRequest, kind: str, pk: int) -> HttpResponse
     if request.method == "POST":
         changed = reprojection.reproject_row(kind, obj.pk, actor=Actor.of_user(request.user))
         if changed:
-            messages.success(request, f"Re-projected: {', '.join(changed)} updated and audited.")
+            messages.success(
+                request,
+                gettext("Re-projected: %(fields)s updated and audited.")
+                % {"fields": ", ".join(changed)},
+            )
         else:
-            messages.info(request, "Nothing to change: the stored projection is already true.")
+            messages.info(
+                request, gettext("Nothing to change: the stored projection is already true.")
+            )
         return redirect(safe_next(request, request.POST.get("next"), "audit:projections"))
     context = {
         "kind": kind,

@@ -3,7 +3,8 @@
 Exit status 0 when there is no drift, unmapped value or broken invariant, 1
 otherwise (missing evidence, producer notes and rows of an older table version
 are reported but do not fail it), so cron and monitoring can use it. Tables are
-streamed in chunks.
+read set-based in primary-key ranges (``projection/sweep.py``), by ``--workers``
+database sessions side by side; progress goes to the terminal.
 """
 
 from __future__ import annotations
@@ -12,12 +13,14 @@ import json
 import sys
 from typing import Any
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
+from django.utils.translation import gettext as _
 
 from beeos_console.core.exports import csv_writer
 from beeos_console.projection import audit as projection_audit
 from beeos_console.projection.models import ProjectionJob
 
+MAX_WORKERS = 8
 CSV_COLUMNS = ("category", "kind", "protocol", "id", "raw", "status", "detail")
 
 
@@ -31,7 +34,18 @@ class Command(BaseCommand):
             default="summary",
             help="summary (default): counts and examples; csv: every finding; json: the report.",
         )
-        parser.add_argument("--chunk", type=int, default=projection_audit.CHUNK)
+        parser.add_argument(
+            "--chunk",
+            type=int,
+            default=projection_audit.SET_CHUNK,
+            help="Rows per primary-key range (default %(default)s).",
+        )
+        parser.add_argument(
+            "--workers",
+            type=int,
+            default=projection_audit.WORKERS,
+            help="Database sessions reading ranges side by side (default %(default)s).",
+        )
         parser.add_argument(
             "--no-save",
             action="store_true",
@@ -39,6 +53,11 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["chunk"] < 1 or not 1 <= options["workers"] <= MAX_WORKERS:
+            raise CommandError(
+                _("--chunk must be at least 1 and --workers from 1 to %(most)d.")
+                % {"most": MAX_WORKERS}
+            )
         fmt = options["format"]
         listener = None
         if fmt == "csv":
@@ -63,6 +82,7 @@ class Command(BaseCommand):
         report = projection_audit.sweep(
             progress=progress,
             chunk=options["chunk"],
+            workers=options["workers"],
             listener=listener,
             check_audit_chain=True,
         )
