@@ -69,6 +69,7 @@ def cases(rng: random.Random) -> list[tuple[str, str, float, list[str]]]:
     )
     ctxs = sample("SELECT id, context_id AS v FROM tasks_task WHERE context_id <> ''", SAMPLES, rng)
     pks = [str(rng.randint(1, 1_000_000)) for _ in range(SAMPLES)]
+    agents = sample("SELECT id, agent_id AS v FROM tasks_task", SAMPLES, rng)
     return [
         ("task id: start (12 chars)", "fragment", FRAGMENT_TARGET_MS, [t[:12] for t in tasks]),
         ("task id: middle (8 chars)", "fragment", FRAGMENT_TARGET_MS, [t[6:14] for t in tasks]),
@@ -85,10 +86,21 @@ def cases(rng: random.Random) -> list[tuple[str, str, float, list[str]]]:
             FRAGMENT_TARGET_MS,
             [f"https://api.beeos.example/api/v1/agents/agt_0001/tasks/{t}" for t in tasks],
         ),
+        # Agents (#14): the bench has 500 agent ids `agt_0000`…`agt_0499`.
+        (
+            "agent id: end (`_0123`, 1 agent)",
+            "fragment",
+            FRAGMENT_TARGET_MS,
+            [a[3:] for a in agents],
+        ),
+        ("agent id: `agt_01` (100 agents)", "fragment", FRAGMENT_TARGET_MS, ["agt_01"]),
+        ("agent id: `agt` (all 500)", "fragment", FRAGMENT_TARGET_MS, ["agt"]),
         ("text: `ticket <n>` (rare)", "text", TEXT_TARGET_MS, [f"ticket {p}" for p in pks]),
         ("text: `order history` (1M hits)", "text", TEXT_TARGET_MS, ["order history"]),
         ("text: `timeout` (task errors)", "text", TEXT_TARGET_MS, ["timeout"]),
         ('text: `"handle ticket" -me`', "text", TEXT_TARGET_MS, ['"handle ticket" -me']),
+        ('text: `"ticket handle"` (0 hits)', "text", TEXT_TARGET_MS, ['"ticket handle"']),
+        ("text: `-me` alone", "text", TEXT_TARGET_MS, ["-me"]),
         ("text: no match", "text", TEXT_TARGET_MS, ["zebra"]),
     ]
 

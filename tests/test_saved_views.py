@@ -5,9 +5,11 @@ from __future__ import annotations
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from django.contrib.auth.models import Group
 from django.test import Client
 
 from beeos_console.auditlog.models import AuditEntry
+from beeos_console.core import roles
 from beeos_console.savedviews.models import SavedView
 
 from .factories import make_operation, make_task
@@ -112,13 +114,16 @@ class TestPermissions:
         # A shared audit-log view stays invisible to those who cannot open the audit log.
         assert login(operator_user).get("/api/v1/saved-views/").json() == []
 
-    def test_shared_views_are_edited_by_operators_only(
-        self, support_user, operator_user, admin_user
+    def test_shared_views_are_deleted_by_their_owner_or_an_admin_only(
+        self, support_user, operator_user, admin_user, django_user_model
     ):
         save(login(operator_user), name="Shared", shared=True)
         view = SavedView.objects.get()
         support = login(support_user)
         assert support.post(f"/views/{view.pk}/delete/").status_code == 403
+        other_operator = django_user_model.objects.create_user("otto-operator", password="x")
+        other_operator.groups.add(Group.objects.get_or_create(name=roles.OPERATOR)[0])
+        assert login(other_operator).post(f"/views/{view.pk}/delete/").status_code == 403
         assert SavedView.objects.filter(pk=view.pk).exists()
         assert login(admin_user).post(f"/views/{view.pk}/delete/").status_code == 302
         assert not SavedView.objects.filter(pk=view.pk).exists()

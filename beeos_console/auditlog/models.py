@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 # Every console table keeps the historical app label "console" (its migrations
 # live in beeos_console/core/migrations), whichever package defines the model.
@@ -30,9 +31,9 @@ class AuditEntry(models.Model):
     """
 
     class ActorKind(models.TextChoices):
-        USER = "user", "User"
-        FEEDER = "feeder", "Feeder"
-        SYSTEM = "system", "System"
+        USER = "user", _("User")
+        FEEDER = "feeder", _("Feeder")
+        SYSTEM = "system", _("System")
 
     at = models.DateTimeField(auto_now_add=True, db_index=True)
     actor = models.CharField(max_length=150)

@@ -6,6 +6,7 @@ from typing import Any
 
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
+from django.utils.translation import gettext_lazy as _
 
 from beeos_console.auditlog.models import AuditEntry
 from beeos_console.core.links import ObjectUrl
@@ -16,15 +17,15 @@ _DETAIL_URLS = {"task": "tasks:detail", "operation": "operations:detail"}
 
 
 class AuditEntryTable(Table):
-    at = AgeColumn("When")
-    actor = Column("Who", render="render_actor")
-    action = CodeColumn("Action")
-    object = Column("Object", accessor="", render="render_object")
-    before = Column("Before", accessor="", render="render_before")
-    after = Column("After", accessor="", render="render_after")
-    reason = Column("Reason")
+    at = AgeColumn(_("When"))
+    actor = Column(_("Who"), render="render_actor")
+    action = CodeColumn(_("Action"))
+    object = Column(_("Object"), accessor="", render="render_object")
+    before = Column(_("Before"), accessor="", render="render_before")
+    after = Column(_("After"), accessor="", render="render_after")
+    reason = Column(_("Reason"))
 
-    empty_text = "No audit entries match these filters."
+    empty_text = _("No audit entries match these filters.")
 
     def render_actor(self, value: str, e: AuditEntry) -> SafeString:
         return format_html('{} <span class="muted small">({})</span>', value, e.actor_kind)

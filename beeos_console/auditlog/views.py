@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from django.db.models import QuerySet
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 from beeos_console.auditlog.filtersets import AuditEntryFilterSet
 from beeos_console.auditlog.forms import AuditEntryFilterForm
@@ -15,16 +17,16 @@ from beeos_console.core.permissions import RoleRequiredMixin
 
 # The CSV export (``core.exports.ListCsvExport``): every field, raw (times in UTC ISO 8601).
 AUDIT_EXPORT = (
-    ExportColumn("at"),
-    ExportColumn("actor"),
-    ExportColumn("actor_kind"),
-    ExportColumn("action"),
-    ExportColumn("object_kind"),
-    ExportColumn("object_id"),
-    ExportColumn("reason"),
-    ExportColumn("before", format=as_json),
-    ExportColumn("after", format=as_json),
-    ExportColumn("detail", format=as_json),
+    ExportColumn(pgettext_lazy("CSV header", "at")),
+    ExportColumn(pgettext_lazy("CSV header", "actor")),
+    ExportColumn(pgettext_lazy("CSV header", "actor_kind")),
+    ExportColumn(pgettext_lazy("CSV header", "action")),
+    ExportColumn(pgettext_lazy("CSV header", "object_kind")),
+    ExportColumn(pgettext_lazy("CSV header", "object_id")),
+    ExportColumn(pgettext_lazy("CSV header", "reason")),
+    ExportColumn(pgettext_lazy("CSV header", "before"), format=as_json),
+    ExportColumn(pgettext_lazy("CSV header", "after"), format=as_json),
+    ExportColumn(pgettext_lazy("CSV header", "detail"), format=as_json),
 )
 
 
@@ -33,7 +35,7 @@ class AuditLogView(RoleRequiredMixin, KeysetListView):
     filterset_class = AuditEntryFilterSet
     form_class = AuditEntryFilterForm
     table_class = AuditEntryTable
-    title = "Audit log"
+    title = _("Audit log")
     sort_fields = {"at": "at"}
     default_sort = "at"
     export_url_name = "audit:log-csv"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import QuerySet
+from django.utils.translation import gettext
 from django_filters.rest_framework import DjangoFilterBackend
 from rest_framework.exceptions import ValidationError
 
@@ -28,12 +29,23 @@ class SavedViewFilterBackend(DjangoFilterBackend):
         if ref.isdigit() and len(ref) < 19:
             saved = SavedView.objects.visible_to(request.user).filter(pk=int(ref)).first()
         if saved is None:
-            raise ValidationError({"view": ["No saved view with this id is yours or shared."]})
+            raise ValidationError(
+                {"view": [gettext("No saved view with this id is yours or shared.")]}
+            )
         if saved.kind != kind:
-            raise ValidationError({"view": [f"Saved view {saved.pk} is a view of {saved.kind}."]})
+            raise ValidationError(
+                {
+                    "view": [
+                        gettext("Saved view %(id)s is a view of %(kind)s.")
+                        % {"id": saved.pk, "kind": saved.kind}
+                    ]
+                }
+            )
         data = saved.params().copy()
         for name in request.query_params:
             if name != "view":
                 data.setlist(name, request.query_params.getlist(name))
         kwargs["data"] = data
+        # The view's sort too: the keyset pages read it here (``core.api.KeysetPagination``).
+        view.list_params = data
         return kwargs

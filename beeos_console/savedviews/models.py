@@ -13,6 +13,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q, QuerySet
 from django.http import QueryDict
+from django.utils.translation import gettext_lazy
 
 from beeos_console.core import roles
 
@@ -26,10 +27,10 @@ class ListKind:
 
 # The lists a view can be saved for: the list page's URL name, the role it needs.
 KINDS: dict[str, ListKind] = {
-    "tasks": ListKind("Tasks", "tasks:list", roles.SUPPORT),
-    "messages": ListKind("Messages", "tasks:messages", roles.SUPPORT),
-    "operations": ListKind("Runtime operations", "operations:list", roles.SUPPORT),
-    "audit": ListKind("Audit log", "audit:log", roles.ADMIN),
+    "tasks": ListKind(gettext_lazy("Tasks"), "tasks:list", roles.SUPPORT),
+    "messages": ListKind(gettext_lazy("Messages"), "tasks:messages", roles.SUPPORT),
+    "operations": ListKind(gettext_lazy("Runtime operations"), "operations:list", roles.SUPPORT),
+    "audit": ListKind(gettext_lazy("Audit log"), "audit:log", roles.ADMIN),
 }
 # Never part of a saved view: the page cursor, auto-refresh, the view parameter itself.
 DROPPED_PARAMS = ("after", "before", "refresh", "view")
@@ -84,11 +85,12 @@ class SavedView(models.Model):
         return QueryDict(self.query)
 
 
-def may_edit(user: Any, view: SavedView) -> bool:
-    """Private views: their owner. Shared views: operators and admins only."""
-    if view.shared:
-        return roles.has_role(user, roles.OPERATOR)
-    return view.owner_id == user.pk
+def may_change(user: Any, view: SavedView) -> bool:
+    """Rename, update, share, unshare or delete a view: its owner; a shared (team) view
+    also an admin. Sharing a private view also needs ``may_share``."""
+    if view.owner_id == user.pk:
+        return True
+    return view.shared and roles.has_role(user, roles.ADMIN)
 
 
 def may_share(user: Any) -> bool:

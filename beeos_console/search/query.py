@@ -10,6 +10,8 @@ import re
 from dataclasses import dataclass, field
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from django.utils.translation import gettext
+
 MAX_QUERY = 1024  # an id is at most 256 characters; a URL naming two ids fits
 MIN_FRAGMENT = 3  # a trigram index needs three characters
 
@@ -69,7 +71,11 @@ def parse(raw: str | None) -> Query:
         if target is not None:
             return Query(text=text, target=target)
     fragment = text if len(text) >= MIN_FRAGMENT else ""
-    notes = [] if fragment else [f"Ids are searched from {MIN_FRAGMENT} characters on."]
+    notes = (
+        []
+        if fragment
+        else [gettext("Ids are searched from %(count)s characters on.") % {"count": MIN_FRAGMENT}]
+    )
     return Query(text=text, fragment=fragment, words=text, notes=notes)
 
 

@@ -15,9 +15,10 @@ from rest_framework.response import Response
 from beeos_console.cancels import api as cancel_api
 from beeos_console.core.api import IdLookupMixin, IsOperator, IsSupport, KeysetPagination
 from operations.api.serializers import RuntimeOperationEventSerializer, RuntimeOperationSerializer
-from operations.filtersets import OPERATION_SORTS, RuntimeOperationFilterSet
+from operations.filtersets import RuntimeOperationFilterSet
 from operations.models import RuntimeOperation, RuntimeOperationEvent
 from operations.services.cancel import cancel_operation
+from operations.views import OperationListView
 
 
 class RuntimeOperationViewSet(IdLookupMixin, viewsets.ReadOnlyModelViewSet):
@@ -26,9 +27,15 @@ class RuntimeOperationViewSet(IdLookupMixin, viewsets.ReadOnlyModelViewSet):
     filterset_class = RuntimeOperationFilterSet
     pagination_class = KeysetPagination
     serializer_class = RuntimeOperationSerializer
-    sort_fields = OPERATION_SORTS
+    # The HTML list's sorts, "longest stuck first" (?sort=stuck) included, and its one
+    # rule for them (sort_order): the page, its CSV export and this list order alike.
+    sort_fields = {**OperationListView.sort_fields, **OperationListView.ascending_sorts}
+    sort_notes = OperationListView.sort_notes
     lookup_field = "operation_id"
     suffix_detail_handlers = ("retrieve_cancel_suffix",)
+
+    def sort_order(self, sort: str) -> tuple[str, bool]:
+        return OperationListView().sort_order(sort)
 
     def get_queryset(self) -> QuerySet:
         return RuntimeOperation.objects.defer("raw_payload")

@@ -6,6 +6,7 @@ import functools
 
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
+from django.utils.translation import gettext
 from drf_spectacular.utils import extend_schema
 from rest_framework import viewsets
 from rest_framework.decorators import action
@@ -16,9 +17,10 @@ from rest_framework.response import Response
 from beeos_console.cancels import api as cancel_api
 from beeos_console.core.api import IdLookupMixin, IsOperator, IsSupport, KeysetPagination
 from tasks.api.serializers import MessageSerializer, TaskDetailSerializer, TaskSerializer
-from tasks.filtersets import TASK_SORTS, MessageFilterSet, TaskFilterSet
+from tasks.filtersets import MessageFilterSet, TaskFilterSet
 from tasks.models import Message, Task
 from tasks.services.cancel import cancel_task
+from tasks.views import TaskListView
 
 
 class TaskViewSet(IdLookupMixin, viewsets.ReadOnlyModelViewSet):
@@ -29,9 +31,15 @@ class TaskViewSet(IdLookupMixin, viewsets.ReadOnlyModelViewSet):
     permission_classes = [IsSupport]
     filterset_class = TaskFilterSet
     pagination_class = KeysetPagination
-    sort_fields = TASK_SORTS
+    # The HTML list's sorts, "longest stuck first" (?sort=stuck) included, and its one
+    # rule for them (sort_order): the page, its CSV export and this list order alike.
+    sort_fields = {**TaskListView.sort_fields, **TaskListView.ascending_sorts}
+    sort_notes = TaskListView.sort_notes
     lookup_field = "task_id"
     suffix_detail_handlers = ("retrieve_cancel_suffix",)
+
+    def sort_order(self, sort: str) -> tuple[str, bool]:
+        return TaskListView().sort_order(sort)
 
     def get_queryset(self) -> QuerySet:
         if self.action == "retrieve":
@@ -63,7 +71,7 @@ class TaskViewSet(IdLookupMixin, viewsets.ReadOnlyModelViewSet):
         found = list(queryset[:2])
         if len(found) > 1:
             raise ValidationError(
-                {"protocol": ["This id exists under several protocols; add ?protocol=."]}
+                {"protocol": [gettext("This id exists under several protocols; add ?protocol=.")]}
             )
         if not found:
             get_object_or_404(queryset)

@@ -5,12 +5,17 @@ nothing scrolls sideways and the navigation stays reachable, a skip link leads t
 the main content, j/k/Enter/? work on lists, dark mode follows the system and the
 header toggle, and axe-core (vendored, pinned: ``make vendor-axe``) finds no
 critical or serious violation. Screenshots of every page at 1440 and 390 px land
-in ``test-output/screenshots/pages/`` for a human to look at.
+in ``test-output/screenshots/pages/`` for a human to look at. Beside the admin's
+pages: the login page (logged out), the 400 / 403 / 404 / 500 pages (403 as
+support staff; 500 from a URL that fails, ``ux_urls``), a bulk job's and a
+projection job's page, and the saved views' list and edit pages.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 import pytest
 from django.contrib.auth.models import Group
@@ -18,7 +23,11 @@ from django.urls import reverse
 from playwright.sync_api import Page, expect
 
 from beeos_console.auditlog.services import Actor
+from beeos_console.cancels import bulk
 from beeos_console.core import roles
+from beeos_console.projection.reprojection import run_projection_job, start_job
+from beeos_console.savedviews.models import SavedView
+from tasks.models import Task
 from tasks.services.write import ingest_message
 
 from .conftest import HERE, SCREENSHOTS, login
@@ -29,9 +38,21 @@ NARROW = {"width": 390, "height": 844}
 WIDE = {"width": 1440, "height": 900}
 
 
+@dataclass(frozen=True)
+class Visit:
+    """A page and who looks at it: the admin (``page``), support staff, or nobody logged in."""
+
+    path: str
+    who: str = "admin"
+    # The main navigation is on it: logged in, and not a bare error page (400, 500).
+    nav: bool = True
+
+
 @pytest.fixture
-def pages(page: Page, live_server, django_user_model) -> dict[str, str]:
-    """Seed tasks, operations and a message; log in as an admin; every page's path by name."""
+def pages(page: Page, live_server, django_user_model, settings) -> dict[str, Visit]:
+    """Seed tasks, operations, a message, jobs, a saved view; log in as an admin; every
+    page by name."""
+    settings.ROOT_URLCONF = "tests.browser.ux_urls"  # the console's URLs and one that fails
     seed_tasks()
     seed_operations()
     ingest_message(
@@ -52,9 +73,20 @@ def pages(page: Page, live_server, django_user_model) -> dict[str, str]:
         user.groups.add(Group.objects.get_or_create(name=role)[0])
     login(page, live_server, "ada-a11y", PASSWORD)
 
+    # A finished bulk cancel and a finished projection audit, run as the worker runs them.
+    admin = Actor.of_user(user)
+    selection = bulk.preview("task", Task.objects.filter(status__in=["queued", "processing"]))
+    batch = bulk.start(selection, actor=admin, reason="stuck since the outage", query="")
+    bulk.run_bulk_cancel.call(batch.pk)
+    job = start_job("audit", actor=admin)
+    run_projection_job.call(job.pk)
+    view = SavedView.objects.create(
+        owner=user, name="Failing, team", kind="tasks", query="status=failed", shared=True
+    )
+
     page.goto(reverse("operations:list"))
     operation_detail = page.locator("main table.list tbody tr a[href]").first.get_attribute("href")
-    return {
+    paths = {
         "dashboard": reverse("dashboard"),
         "tasks": reverse("tasks:list"),
         "operations": reverse("operations:list"),
@@ -62,43 +94,109 @@ def pages(page: Page, live_server, django_user_model) -> dict[str, str]:
         "task-detail": "/tasks/tsk_timeout_Q81/?protocol=openapi",
         "operation-detail": operation_detail,
         "saved-views": reverse("saved-views:list"),
+        "saved-view-edit": reverse("saved-views:edit", args=[view.pk]) + "?query=status%3Dfailed",
         "bulk-jobs": reverse("bulk:list"),
+        "bulk-job": reverse("bulk:detail", args=[batch.pk]),
         "search": reverse("search") + "?q=tsk_failed",
         "audit-log": reverse("audit:log"),
         "projection-audit": reverse("audit:projections"),
+        "projection-job": reverse("audit:projection-job", args=[job.pk]),
         "lockouts": reverse("audit:lockouts"),
+        "not-found": "/tasks/tsk_no_such_task/",
+    }
+    return {
+        **{name: Visit(path) for name, path in paths.items()},
+        "login": Visit(reverse("login"), who="anonymous", nav=False),
+        "bad-request": Visit("/tasks/?q=a%00b", nav=False),
+        "forbidden": Visit(reverse("audit:log"), who="support"),
+        "server-error": Visit("/__ux__/fail/", nav=False),
     }
 
 
-def visit(page: Page, path: str) -> None:
-    page.goto(path)
+STATUS = {"not-found": 404, "bad-request": 400, "forbidden": 403, "server-error": 500}
+
+
+@pytest.fixture
+def audiences(
+    browser, live_server, page: Page, pages: dict[str, Visit], django_user_model
+) -> Iterator[Callable[..., Page]]:
+    """``page_for(who, viewport, **options)``: the admin's ``page`` (same viewport, no
+    options), else a page of its own for support staff or for nobody logged in."""
+    user = django_user_model.objects.create_user(username="sam-a11y", password=PASSWORD)
+    user.groups.add(Group.objects.get_or_create(name=roles.SUPPORT)[0])
+    opened: dict[tuple, Page] = {}
+
+    def page_for(who: str, viewport: dict | None = None, **options) -> Page:
+        if who == "admin" and not options:
+            if viewport:
+                page.set_viewport_size(viewport)
+            return page
+        key = (who, tuple((viewport or {}).items()), tuple(sorted(options.items())))
+        if key not in opened:
+            context = browser.new_context(
+                viewport=viewport or WIDE, base_url=live_server.url, **options
+            )
+            context.set_default_timeout(10_000)
+            if who == "admin":
+                context.add_cookies(page.context.cookies())
+            other = opened[key] = context.new_page()
+            if who == "support":
+                login(other, live_server, "sam-a11y", PASSWORD)
+        return opened[key]
+
+    yield page_for
+    for other in opened.values():
+        other.context.close()
+
+
+def visit(page: Page, path: str, name: str = "") -> None:
+    response = page.goto(path)
     page.wait_for_load_state("load")
+    if name:
+        assert response is not None and response.status == STATUS.get(name, 200), name
+
+
+def admin_paths(pages: dict[str, Visit]) -> dict[str, str]:
+    """The admin's pages with the navigation (the tests below that need it)."""
+    return {name: v.path for name, v in pages.items() if v.who == "admin" and v.nav}
 
 
 def test_at_390_px_no_page_scrolls_sideways_and_the_navigation_stays_reachable(
-    page: Page, pages: dict[str, str]
+    pages: dict[str, Visit], audiences
 ):
-    page.set_viewport_size(NARROW)
-    for name, path in pages.items():
-        visit(page, path)
+    for name, v in pages.items():
+        page = audiences(v.who, NARROW)
+        visit(page, v.path, name)
         widths = page.evaluate(
             "() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]"
         )
         assert widths[0] <= widths[1], f"{name} scrolls sideways at 390 px: {widths}"
-        for control in (
-            page.get_by_role("navigation", name="Main").get_by_role("link", name="Tasks"),
-            page.get_by_role("navigation", name="Main").get_by_role("link", name="Lockouts"),
-            page.get_by_role("button", name="Log out"),
-            page.get_by_role("searchbox"),
-        ):
+        nav = page.get_by_role("navigation", name="Main")
+        controls = [page.get_by_role("link", name=re.compile("BeeOS Operator Console"))]
+        if v.nav:
+            controls += [
+                nav.get_by_role("link", name="Tasks"),
+                page.get_by_role("button", name="Log out"),
+                page.locator("#console-search"),
+            ]
+            if v.who == "admin":
+                controls.append(nav.get_by_role("link", name="Lockouts"))
+        if name == "login":
+            controls += [page.get_by_label("Username"), page.get_by_role("button", name="Log in")]
+        for control in controls:
             expect(control).to_be_visible()
             box = control.bounding_box()
             assert box and box["x"] >= 0 and box["x"] + box["width"] <= NARROW["width"], name
 
 
-def test_a_skip_link_leads_to_the_main_content_on_every_page(page: Page, pages: dict[str, str]):
-    for name, path in pages.items():
-        visit(page, path)
+def test_a_skip_link_leads_to_the_main_content_on_every_page(pages: dict[str, Visit], audiences):
+    for name, v in pages.items():
+        page = audiences(v.who)
+        visit(page, v.path, name)
+        if page.locator("main [autofocus]").count():
+            # The login form starts in its first field: already in the main content.
+            expect(page.locator("main [autofocus]"), name).to_be_focused()
+            continue
         page.keyboard.press("Tab")
         skip = page.get_by_role("link", name="Skip to main content")
         expect(skip, name).to_be_focused()
@@ -109,8 +207,9 @@ def test_a_skip_link_leads_to_the_main_content_on_every_page(page: Page, pages: 
 
 
 def test_j_k_move_through_rows_enter_opens_and_question_mark_lists_the_keys(
-    page: Page, pages: dict[str, str]
+    page: Page, pages: dict[str, Visit]
 ):
+    pages = admin_paths(pages)
     visit(page, pages["tasks"])
     rows = page.locator("main table.list tbody tr")
     page.keyboard.press("j")
@@ -154,8 +253,9 @@ def is_dark(colour: str) -> bool:
 
 
 def test_dark_mode_follows_the_system_and_the_toggle_is_remembered(
-    page: Page, pages: dict[str, str]
+    page: Page, pages: dict[str, Visit]
 ):
+    pages = admin_paths(pages)
     visit(page, pages["dashboard"])
     assert not is_dark(background(page))
     page.emulate_media(color_scheme="dark")
@@ -188,34 +288,27 @@ def axe_violations(page: Page) -> list[str]:
     ]
 
 
-def test_axe_finds_no_critical_or_serious_violation(
-    browser, live_server, page: Page, pages: dict[str, str]
-):
-    # axe is injected as a script: only this context may bypass the CSP.
-    context = browser.new_context(viewport=WIDE, base_url=live_server.url, bypass_csp=True)
-    context.add_cookies(page.context.cookies())
-    axe_page = context.new_page()
-    try:
-        found = {}
-        for scheme in ("light", "dark"):
+def test_axe_finds_no_critical_or_serious_violation(pages: dict[str, Visit], audiences):
+    # axe is injected as a script: only these contexts may bypass the CSP.
+    found = {}
+    for scheme in ("light", "dark"):
+        for name, v in pages.items():
+            axe_page = audiences(v.who, WIDE, bypass_csp=True)
             axe_page.emulate_media(color_scheme=scheme)
-            for name, path in pages.items():
-                visit(axe_page, path)
-                if violations := axe_violations(axe_page):
-                    found[f"{name} ({scheme})"] = violations
-        assert not found, found
-    finally:
-        context.close()
+            visit(axe_page, v.path, name)
+            if violations := axe_violations(axe_page):
+                found[f"{name} ({scheme})"] = violations
+    assert not found, found
 
 
-def test_screenshots_of_every_page_at_1440_and_390_px(page: Page, pages: dict[str, str]):
+def test_screenshots_of_every_page_at_1440_and_390_px(pages: dict[str, Visit], audiences):
     folder = SCREENSHOTS / "pages"
     folder.mkdir(parents=True, exist_ok=True)
-    page.set_default_timeout(30_000)  # 24 full-page shots, on a machine that may be busy
     for size in (WIDE, NARROW):
-        page.set_viewport_size(size)
-        for name, path in pages.items():
-            visit(page, path)
+        for name, v in pages.items():
+            page = audiences(v.who, size)
+            page.set_default_timeout(30_000)  # 46 full-page shots, on a machine that may be busy
+            visit(page, v.path, name)
             target = folder / f"{name}-{size['width']}.png"
             page.screenshot(path=str(target), full_page=True, animations="disabled")
             assert target.stat().st_size > 0
