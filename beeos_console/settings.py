@@ -10,12 +10,13 @@ from __future__ import annotations
 import os
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.dateparse import parse_duration
 
-from beeos_console.core import embedded_postgres
+from beeos_console.core import embedded_postgres, requestlog, roles
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -73,6 +74,8 @@ if not SECRET_KEY:
     SECRET_KEY = _DEMO_SECRET
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]" if DEBUG else "")
+if not ALLOWED_HOSTS and not DEBUG:
+    raise ImproperlyConfigured("ALLOWED_HOSTS must be set when DEBUG is off.")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
 
 INSTALLED_APPS = [
@@ -106,19 +109,30 @@ INSTALLED_APPS = [
     "beeos_console.upstream.apps.UpstreamConfig",
     "beeos_console.projection.apps.ProjectionConfig",
     "beeos_console.demo.apps.DemoConfig",
+    "beeos_console.agents.apps.AgentsConfig",
     "beeos_console.accounts.apps.AccountsConfig",
+    "beeos_console.retention.apps.RetentionConfig",
+    "beeos_console.metrics.apps.MetricsConfig",
     "tasks",
     "operations",
 ]
 
 MIDDLEWARE = [
-    # First: errors under /api/ are JSON, even those Django answers before a view.
+    # Outermost: the request id and one log line per request, whatever answered it.
+    "beeos_console.core.requestlog.RequestLogMiddleware",
+    # Request latency by view for /metrics (and the ingest / webhook results answered).
+    "beeos_console.metrics.middleware.RequestMetricsMiddleware",
+    # Next: errors under /api/ are JSON, even those Django answers before a view.
     "beeos_console.core.middleware.ApiErrorsMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # POSTs to the webhook receiver stop here: it needs no session, user, CSRF or locale.
+    "beeos_console.upstream.middleware.WebhookFastPathMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "csp.middleware.CSPMiddleware",
     "beeos_console.core.middleware.SecurityHeadersMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # After sessions, before CommonMiddleware (Django's order): cookie, then Accept-Language.
+    "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -206,14 +220,21 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard"
 LOGOUT_REDIRECT_URL = "login"
 
-LANGUAGE_CODE = "en-us"
+# English and Simplified Chinese. The language follows the browser (Accept-Language)
+# until the header switcher sets Django's language cookie; times stay in UTC, marked so.
+LANGUAGE_CODE = "en"
+LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
+LOCALE_PATHS = [BASE_DIR / "beeos_console" / "locale"]
+LANGUAGE_COOKIE_AGE = 60 * 60 * 24 * 365  # remembered for a year, not just the session
+LANGUAGE_COOKIE_HTTPONLY = True
+LANGUAGE_COOKIE_SAMESITE = "Lax"
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = BASE_DIR / "var" / "staticfiles"
+STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", "") or BASE_DIR / "var" / "staticfiles")
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {
@@ -258,11 +279,12 @@ SECURE_REFERRER_POLICY = "same-origin"
 if not DEBUG:
     SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", True)
     CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", True)
+    LANGUAGE_COOKIE_SECURE = SESSION_COOKIE_SECURE
     SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
     SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", str(60 * 60 * 24 * 365)))
     SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
     SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", True)
-    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
 # Content-Security-Policy (django-csp): scripts from our own origin only, so no
 # inline <script> or on...= handler works; styles, images, fonts, XHR likewise.
 CONTENT_SECURITY_POLICY = {
@@ -286,6 +308,69 @@ PERMISSIONS_POLICY = (
 )
 if env_bool("USE_X_FORWARDED_PROTO", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+# --- Single sign-on (OpenID Connect) ----------------------------------------
+# mozilla-django-oidc, authorization code flow with PKCE (beeos_console.accounts.oidc;
+# README "Deploying"). On when OIDC_RP_CLIENT_ID is set. Endpoints are discovered from
+# OIDC_OP_ISSUER unless given one by one. A user is the OIDC_USERNAME_CLAIM value (the
+# provider's stable `sub` by default, never the email); roles come from the
+# OIDC_ROLES_CLAIM values through OIDC_ROLE_MAP ("idp-group=role,..."), re-synced at
+# every login. CONSOLE_PASSWORD_LOGIN=0 leaves single sign-on as the only way in.
+OIDC_RP_CLIENT_ID = os.environ.get("OIDC_RP_CLIENT_ID", "")
+OIDC_RP_CLIENT_SECRET = os.environ.get("OIDC_RP_CLIENT_SECRET", "")
+OIDC_OP_ISSUER = os.environ.get("OIDC_OP_ISSUER", "")
+OIDC_OP_AUTHORIZATION_ENDPOINT = os.environ.get("OIDC_OP_AUTHORIZATION_ENDPOINT", "")
+OIDC_OP_TOKEN_ENDPOINT = os.environ.get("OIDC_OP_TOKEN_ENDPOINT", "")
+OIDC_OP_USER_ENDPOINT = os.environ.get("OIDC_OP_USER_ENDPOINT", "")
+OIDC_OP_JWKS_ENDPOINT = os.environ.get("OIDC_OP_JWKS_ENDPOINT", "")
+OIDC_OP_LOGOUT_ENDPOINT = os.environ.get("OIDC_OP_LOGOUT_ENDPOINT", "")
+OIDC_RP_SIGN_ALGO = os.environ.get("OIDC_RP_SIGN_ALGO", "RS256")
+OIDC_RP_SCOPES = os.environ.get("OIDC_RP_SCOPES", "openid email profile")
+OIDC_PROVIDER_NAME = os.environ.get("OIDC_PROVIDER_NAME", "")  # "Sign in with <name>"
+OIDC_USERNAME_CLAIM = os.environ.get("OIDC_USERNAME_CLAIM", "sub")
+OIDC_ROLES_CLAIM = os.environ.get("OIDC_ROLES_CLAIM", "groups")
+OIDC_ROLE_MAP: dict[str, str] = {}
+for _pair in env_list("OIDC_ROLE_MAP"):
+    _value, _, _role = (part.strip() for part in _pair.rpartition("="))
+    if not _value or _role not in (roles.SUPPORT, roles.OPERATOR, roles.ADMIN):
+        raise ImproperlyConfigured(
+            f"OIDC_ROLE_MAP: {_pair!r} is not 'claim-value=role' with role support, "
+            "operator or admin."
+        )
+    OIDC_ROLE_MAP[_value] = _role
+OIDC_TIMEOUT = env_int("OIDC_TIMEOUT", 10)  # seconds, each call to the provider
+OIDC_USE_PKCE = True
+OIDC_PKCE_CODE_CHALLENGE_METHOD = "S256"
+OIDC_USE_NONCE = True
+OIDC_STORE_ID_TOKEN = True  # the id_token_hint of RP-initiated logout
+CONSOLE_PASSWORD_LOGIN = env_bool("CONSOLE_PASSWORD_LOGIN", True)
+if OIDC_RP_CLIENT_ID:
+    if not OIDC_RP_CLIENT_SECRET:
+        raise ImproperlyConfigured("OIDC_RP_CLIENT_SECRET must be set with OIDC_RP_CLIENT_ID.")
+    if not OIDC_OP_ISSUER and not (
+        OIDC_OP_AUTHORIZATION_ENDPOINT and OIDC_OP_TOKEN_ENDPOINT and OIDC_OP_JWKS_ENDPOINT
+    ):
+        raise ImproperlyConfigured(
+            "Single sign-on needs OIDC_OP_ISSUER, or OIDC_OP_AUTHORIZATION_ENDPOINT, "
+            "OIDC_OP_TOKEN_ENDPOINT and OIDC_OP_JWKS_ENDPOINT."
+        )
+    AUTHENTICATION_BACKENDS.append("beeos_console.accounts.oidc.ConsoleOIDCBackend")
+    # Logging out answers the form with a redirect to the provider (RP-initiated
+    # logout), and browsers hold that redirect to form-action.
+    _logout_at = urlsplit(OIDC_OP_LOGOUT_ENDPOINT or OIDC_OP_ISSUER)
+    if _logout_at.scheme and _logout_at.netloc:
+        CONTENT_SECURITY_POLICY["DIRECTIVES"]["form-action"].append(
+            f"{_logout_at.scheme}://{_logout_at.netloc}"
+        )
+if not CONSOLE_PASSWORD_LOGIN:
+    if not OIDC_RP_CLIENT_ID:
+        raise ImproperlyConfigured(
+            "CONSOLE_PASSWORD_LOGIN=0 needs single sign-on (OIDC_RP_CLIENT_ID): "
+            "nobody could log in."
+        )
+    AUTHENTICATION_BACKENDS[
+        AUTHENTICATION_BACKENDS.index("django.contrib.auth.backends.ModelBackend")
+    ] = "beeos_console.accounts.backends.PasswordLoginOffBackend"
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -338,10 +423,15 @@ TASKS = {
 INGEST_MAX_RECORDS = 1000
 INGEST_MAX_BYTES = int(os.environ.get("INGEST_MAX_BYTES", str(8 * 1024 * 1024)))
 
+# One JSON object per line (beeos_console.core.requestlog), or plain text for `make run`.
+LOG_FORMAT = os.environ.get("LOG_FORMAT", "") or ("text" if DEBUG else "json")
+if LOG_FORMAT not in {"json", "text"}:
+    raise ImproperlyConfigured(f"LOG_FORMAT must be json or text, not {LOG_FORMAT!r}.")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "formatters": {LOG_FORMAT: requestlog.formatter_config(LOG_FORMAT)},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
 }
 
@@ -358,6 +448,22 @@ BEEOS_CLOUD_URL = os.environ.get("BEEOS_CLOUD_URL", "")
 BEEOS_CLOUD_API_KEY = os.environ.get("BEEOS_CLOUD_API_KEY", "")
 BEEOS_WEBHOOK_SECRET = os.environ.get("BEEOS_WEBHOOK_SECRET", "")
 BEEOS_INSTANCES = env_list("BEEOS_INSTANCES")
+# Agents whose A2A tasks (sent and received) `sync_beeos` lists through beeos-cloud-sdk.
+BEEOS_A2A_AGENTS = env_list("BEEOS_A2A_AGENTS")
+# History messages asked for per A2A task read (the Cloud's default is 50, its maximum 200).
+BEEOS_A2A_HISTORY_LENGTH = env_int("BEEOS_A2A_HISTORY_LENGTH", 200)
+# Open tasks, and open operations per instance, each sync pass re-reads as a safety net for
+# a lost webhook (webhooks guide: "poll periodically"); 0 = none.
+BEEOS_SYNC_SWEEP = env_int("BEEOS_SYNC_SWEEP", 20)
+# Webhooks are stored on receipt and applied in batches (beeos_console.upstream.inbox):
+# by a db_worker job the receiver keeps waiting (at most one, checked at most every
+# WEBHOOK_NUDGE_SECONDS per process; 0 = never: run `manage.py apply_webhooks --loop`).
+WEBHOOK_NUDGE_SECONDS = float(os.environ.get("WEBHOOK_NUDGE_SECONDS", "1"))
+# The job polls an empty inbox this long before it ends (> the nudge interval).
+WEBHOOK_APPLY_LINGER_SECONDS = float(os.environ.get("WEBHOOK_APPLY_LINGER_SECONDS", "3"))
+WEBHOOK_APPLY_BATCH = env_int("WEBHOOK_APPLY_BATCH", 1000)
+# A job ends after this long even under a steady stream (a single worker's other jobs).
+WEBHOOK_APPLY_JOB_SECONDS = float(os.environ.get("WEBHOOK_APPLY_JOB_SECONDS", "30"))
 
 # Upstream clocks may run this far ahead: a snapshot stamped later than now + this is
 # stored (with a producer note) but its stamp orders as now + this (mirror.edge.is_older).
@@ -368,3 +474,14 @@ CONSOLE_EXPORT_MAX_ROWS = env_int("CONSOLE_EXPORT_MAX_ROWS", 100_000)
 
 # Work that is not terminal after this many minutes counts as "stuck".
 CONSOLE_STUCK_AFTER_MINUTES = int(os.environ.get("CONSOLE_STUCK_AFTER_MINUTES", "60"))
+
+# --- Prometheus metrics: GET /metrics (beeos_console.metrics; README "Deploying") ---
+# Prometheus sends "Authorization: Bearer <METRICS_TOKEN>" (32 characters at least).
+# Without a token /metrics is a 404, except for requests arriving on METRICS_BIND: a
+# separate TCP "host:port" gunicorn also listens on (gunicorn_conf.py), reachable by
+# Prometheus only. Several processes (gunicorn workers, the db_worker): set
+# PROMETHEUS_MULTIPROC_DIR to an empty folder they share (read by prometheus_client).
+METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")
+METRICS_BIND = os.environ.get("METRICS_BIND", "")
+# Open, stuck and queued work is counted up to this many rows (bounded scrapes).
+METRICS_COUNT_CAP = env_int("METRICS_COUNT_CAP", 10_000)

@@ -2,8 +2,9 @@
 
 from csp.decorators import csp_update
 from django.contrib import admin
-from django.contrib.auth.decorators import login_required
+from django.contrib.auth.decorators import login_not_required, login_required
 from django.urls import include, path
+from django.views.i18n import set_language
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from beeos_console.accounts import views as account_views
@@ -14,10 +15,13 @@ from beeos_console.core import views as core_views
 from beeos_console.core.routers import IdRouter
 from beeos_console.dashboard import views as dashboard_views
 from beeos_console.ingest.views import IngestView
+from beeos_console.metrics import views as metrics_views
 from beeos_console.projection import views as projection_views
 from beeos_console.savedviews import views as saved_views
 from beeos_console.savedviews.api import SavedViewViewSet
 from beeos_console.search import views as search_views
+from beeos_console.upstream import views as webhook_views
+from beeos_console.upstream.push_views import push_config_view
 from beeos_console.upstream.webhooks import beeos_webhook
 from operations.api.views import RuntimeOperationEventViewSet, RuntimeOperationViewSet
 from tasks.api.views import MessageViewSet, TaskViewSet
@@ -64,9 +68,20 @@ saved_view_patterns = (
         path("", saved_views.saved_views, name="list"),
         path("save/", saved_views.save_view, name="save"),
         path("<int:pk>/", saved_views.open_view, name="open"),
+        path("<int:pk>/edit/", saved_views.edit_view, name="edit"),
         path("<int:pk>/delete/", saved_views.delete_view, name="delete"),
     ],
     "saved-views",
+)
+
+# The webhook inbox (admins): events kept with their errors, one click to the raw event.
+webhook_patterns = (
+    [
+        path("", webhook_views.inbox_list_view, name="list"),
+        path("<int:pk>/", webhook_views.inbox_event_view, name="detail"),
+        path("<int:pk>/retry/", webhook_views.inbox_retry_view, name="retry"),
+    ],
+    "webhooks",
 )
 
 # Ids may hold "/" (sent as %2F): the router matches …/<id>/cancel before …/<id>/.
@@ -102,14 +117,26 @@ urlpatterns = [
     path("", dashboard_views.dashboard, name="dashboard"),
     path("healthz", core_views.healthz, name="healthz"),
     path("readyz", core_views.readyz, name="readyz"),
+    # Prometheus: a bearer token or the metrics bind, no login (beeos_console.metrics).
+    path("metrics", metrics_views.metrics, name="metrics"),
     path("login/", account_views.LoginView.as_view(), name="login"),
     path("logout/", account_views.LogoutView.as_view(), name="logout"),
+    # Single sign-on (OIDC): start and callback; 404 while it is not configured.
+    path("oidc/", include("beeos_console.accounts.oidc_urls")),
+    # Before admin/: the admin's password form is refused with CONSOLE_PASSWORD_LOGIN=0.
+    path("admin/login/", account_views.admin_login),
+    # The header's language switcher (POST, CSRF); the login page has it too.
+    path("i18n/setlang/", login_not_required(set_language), name="set_language"),
     path("admin/", admin.site.urls),
     path("search/", search_views.search_page, name="search"),
     path("api/", include(api_patterns)),
+    # Before tasks/<path:…>/: an A2A task's push-notification settings (read on demand).
+    path("tasks/<path:task_id>/push-config/", push_config_view, name="task-push-config"),
     path("", include("tasks.urls")),
     path("", include("operations.urls")),
+    path("", include("beeos_console.agents.urls")),
     path("audit/", include(audit_patterns)),
     path("bulk/", include(bulk_patterns)),
     path("views/", include(saved_view_patterns)),
+    path("webhooks/", include(webhook_patterns)),
 ]

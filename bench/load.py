@@ -452,13 +452,13 @@ INSERT INTO tasks_task (
     channel_id, raw_state, error, result, metadata, created_at, started_at, updated_at,
     completed_at, deadline_at, raw_payload, payload_digest, first_seen_at, mirrored_at,
     resync_requested_at, status, reason, outcome_certainty, retry_policy, projection_rule,
-    projection_version, error_code)
+    projection_version, error_code, a2a_direction, a2a_counterpart)
 SELECT id, task_id, protocol, agent_id, caller_id, '', caller_agent_id, '', '', target_agent_id,
     '', context_id, channel_id, raw_state, error, result, '{}'::jsonb, created_at, started_at,
     updated_at, completed_at, NULL, raw_payload,
     encode(sha256(convert_to(raw_payload::text, 'UTF8')), 'hex'),
     created_at + interval '2 seconds', updated_at + interval '2 seconds', NULL,
-    status, reason, outcome_certainty, retry_policy, projection_rule, %(version)s, ''
+    status, reason, outcome_certainty, retry_policy, projection_rule, %(version)s, '', '', ''
 FROM (
     SELECT x.*,
         CASE WHEN x.protocol = 'a2a' THEN jsonb_build_object(
@@ -591,13 +591,13 @@ INSERT INTO tasks_task (
     channel_id, raw_state, error, result, metadata, created_at, started_at, updated_at,
     completed_at, deadline_at, raw_payload, payload_digest, first_seen_at, mirrored_at,
     status, reason, outcome_certainty, retry_policy, projection_rule, projection_version,
-    error_code)
+    error_code, a2a_direction, a2a_counterpart)
 SELECT %(id)s, %(task_id)s, 'openapi', 'agt_0007', 'usr_00042', '', '', '', '', '', '', '',
     %(task_id)s, 'completed', '', '{"text": "A long conversation, resolved."}'::jsonb,
     '{}'::jsonb, c, c + interval '1 second', c + interval '2 hours',
     c + interval '2 hours', NULL, p, encode(sha256(convert_to(p::text, 'UTF8')), 'hex'), c,
     c + interval '2 hours', %(status)s, %(reason)s, %(certainty)s, %(retry)s, %(rule)s,
-    %(version)s, ''
+    %(version)s, '', '', ''
 FROM (SELECT %(end)s::timestamptz - interval '3 hours' AS c) AS t0
 CROSS JOIN LATERAL (SELECT jsonb_build_object('task_id', %(task_id)s, 'agent_id', 'agt_0007',
     'status', 'completed', 'created_at', c, 'updated_at', c + interval '2 hours') AS p) AS t1

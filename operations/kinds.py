@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from django.utils.translation import ngettext_lazy
+
 from beeos_console.mirror import registry
 
 from .filtersets import RuntimeOperationFilterSet
@@ -20,6 +22,7 @@ registry.register(
         cancel_target=cancel.OperationCancelTarget,
         cancel_fields=("operation_id", "raw_status", "cancel_requested_at", "cancel_requested_by"),
         pick_key=lambda op: op.operation_id,
+        counted=ngettext_lazy("%(count)s operation", "%(count)s operations", "count"),
     )
 )
 # Operations before their events, after tasks and messages (parents first).

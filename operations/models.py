@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
+from beeos_console.mirror.i18n import translated
 from beeos_console.mirror.models import Projected
 from beeos_console.mirror.search import search_vector
 
@@ -20,9 +22,9 @@ ID_MAX = 256
 
 class RuntimeOperation(Projected):
     class Scope(models.TextChoices):
-        INSTANCE = "instance", "Instance"
-        AGENT = "agent", "Agent"
-        CONVERSATION = "conversation", "Conversation"
+        INSTANCE = "instance", _("Instance")
+        AGENT = "agent", _("Agent")
+        CONVERSATION = "conversation", _("Conversation")
 
     operation_id = models.CharField(max_length=ID_MAX, unique=True)
     instance_id = models.CharField(max_length=ID_MAX)
@@ -126,7 +128,8 @@ class RuntimeOperation(Projected):
 
     @property
     def cancel_refusal(self) -> str | None:
-        return states.cancel_refusal(self.raw_status)
+        """Why it may not be cancelled, in the reader's language; None when it may."""
+        return translated(states.cancel_refusal(self.raw_status))
 
     @property
     def terminal_disagrees(self) -> bool:

@@ -14,6 +14,7 @@ from typing import Final
 
 from beeos_sdk.models import ServiceRuntimeMethod
 
+from beeos_console.mirror.said import Said, gettext_noop
 from beeos_console.mirror.states import (
     CANCELLED,
     CERTAIN,
@@ -318,10 +319,11 @@ def is_cancelled(status: object) -> bool:
     return status_key(status) == "cancelled"
 
 
-def cancel_refusal_reason(status: object) -> tuple[str, str, str] | None:
+def cancel_refusal_reason(status: object) -> tuple[str, Said, Said] | None:
     """Why an operation may not be cancelled: (code, words, short summary); None when it may.
 
-    The one cancel rule for operations (DESIGN.md, Cancel rules).
+    The one cancel rule for operations (DESIGN.md, Cancel rules). Words and summary
+    are English ``Said`` sentences: the Django side translates them where shown.
     """
     key = status_key(status)
     if key in CANCELLABLE_STATUSES:
@@ -329,27 +331,43 @@ def cancel_refusal_reason(status: object) -> tuple[str, str, str] | None:
     if key == "outcome_unknown":
         return (
             "outcome_unknown",
-            "The platform cannot prove whether the effect happened: replay is unsafe.",
-            "outcome_unknown: replay is unsafe",
+            gettext_noop(
+                "The platform cannot prove whether the effect happened: replay is unsafe."
+            ),
+            gettext_noop("%(status)s: replay is unsafe", status="outcome_unknown"),
         )
     if key in EFFECT_COMMITTED_STATUSES:
         return (
             "effect_committed",
-            "The effect has already happened on the instance: it cannot be cancelled.",
-            f"{key}: the effect has already happened",
+            gettext_noop(
+                "The effect has already happened on the instance: it cannot be cancelled."
+            ),
+            gettext_noop("%(status)s: the effect has already happened", status=key),
         )
     if key in TERMINAL_STATUSES:
-        return "ended", f"The operation has already ended ({key}).", f"already {key}"
+        return (
+            "ended",
+            gettext_noop("The operation has already ended (%(status)s).", status=key),
+            gettext_noop("already %(status)s", status=key),
+        )
     shown = status.strip() if isinstance(status, str) else status
     return (
         "unmapped",
-        f"Unknown status {shown!r}: the console cannot tell whether a cancel is safe.",
-        f"unknown status {shown!r}: cannot tell whether a cancel is safe",
+        gettext_noop(
+            "Unknown status %(status)s: the console cannot tell whether a cancel is safe.",
+            status=repr(shown),
+        ),
+        gettext_noop(
+            "unknown status %(status)s: cannot tell whether a cancel is safe", status=repr(shown)
+        ),
     )
 
 
-def cancel_refusal(status: object) -> str | None:
-    """Why an operation may not be cancelled, in words; ``None`` when it may."""
+def cancel_refusal(status: object) -> Said | None:
+    """Why an operation may not be cancelled, in words; ``None`` when it may.
+
+    English (a ``Said``): pages show it through ``mirror.i18n.translated``.
+    """
     reason = cancel_refusal_reason(status)
     return None if reason is None else reason[1]
 

@@ -9,10 +9,12 @@ from typing import Any
 
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
+from django.utils.translation import gettext, pgettext_lazy
+from django.utils.translation import gettext_lazy as _
 
 from beeos_console.core.exports import ExportColumn
 from beeos_console.core.tables import Column, SelectColumn, Table, id_parts, truncate
-from beeos_console.mirror import words
+from beeos_console.mirror import i18n
 from beeos_console.mirror.columns import AgeColumn, FilterLinkColumn, IdColumn, RawColumn, badge
 from operations.models import RuntimeOperation
 
@@ -24,30 +26,30 @@ class OperationTable(Table):
     """Operations for one viewer: ``exclude=("pick",)`` without bulk checkboxes."""
 
     pick = SelectColumn(value="pick_value", enabled="can_pick", label="pick_label")
-    operation_id = Column("Operation · method", render="render_operation")
-    status = Column("Status", accessor=("status", "reason"), render="render_status", cache=True)
-    raw_status = RawColumn("Raw status")
+    operation_id = Column(_("Operation · method"), render="render_operation")
+    status = Column(_("Status"), accessor=("status", "reason"), render="render_status", cache=True)
+    raw_status = RawColumn(_("Raw status"))
     effect_state = RawColumn("effectState")
-    projection_state = RawColumn("Projection")
+    projection_state = RawColumn(_("Projection"))
     error_code = Column(
-        "Error code · retryMode",
+        _("Error code · retryMode"),
         accessor=("error_code", "error_retry_mode"),
         render="render_error",
         cache=True,
     )
     retry_policy = Column(
-        "Retry policy",
+        _("Retry policy"),
         accessor=("retry_policy", "outcome_certainty"),
         css_class="small",
         render="render_retry",
         cache=True,
     )
     instance_id = FilterLinkColumn(
-        "Instance", param="instance_id", title="Only this instance: {value}", length=14
+        _("Instance"), param="instance_id", title=_("Only this instance: {value}"), length=14
     )
-    created_at = AgeColumn("Age", sort_key="created")
+    created_at = AgeColumn(_("Age"), sort_key="created")
 
-    empty_text = "No runtime operations match these filters."
+    empty_text = _("No runtime operations match these filters.")
     # The columns the table reads (and the sorts page on): the list loads only these.
     fields = (
         "operation_id",
@@ -78,7 +80,7 @@ class OperationTable(Table):
         return op.operation_id
 
     def pick_label(self, op: RuntimeOperation) -> str:
-        return f"Select {op.operation_id}"
+        return gettext("Select %(id)s") % {"id": op.operation_id}
 
     def render_operation(self, value: str, op: RuntimeOperation) -> SafeString:
         fmt, *args = id_parts(value, _ID.length, _ID.href(value, op, self))
@@ -91,7 +93,7 @@ class OperationTable(Table):
         return format_html(
             '{}<br><span class="small" title="{}">{}</span>',
             badge(status),
-            words.reason_words(reason),
+            i18n.reason_words(reason),
             truncate(reason, 26),
         )
 
@@ -101,14 +103,14 @@ class OperationTable(Table):
             return format_html('<span class="muted">{}</span>', "—")
         return format_html(
             '<code class="small" title="{}">{}</code><br><code class="small">{}</code>',
-            words.error_code_words(code),
+            i18n.error_code_words(code),
             code,
             retry_mode or "—",
         )
 
     def render_retry(self, value: tuple[str, str], op: RuntimeOperation) -> SafeString:
         retry_policy, certainty = value
-        title = f"{words.retry_words(retry_policy)}; {words.certainty_words(certainty)}"
+        title = f"{i18n.retry_words(retry_policy)}; {i18n.certainty_words(certainty)}"
         if certainty == "uncertain":
             return format_html(
                 '<span title="{}">{}<br><strong>uncertain</strong></span>', title, retry_policy
@@ -116,7 +118,26 @@ class OperationTable(Table):
         return format_html('<span title="{}">{}</span>', title, retry_policy)
 
 
-# The CSV export: the list's columns as raw values (times in UTC ISO 8601).
-OPERATION_EXPORT = tuple(ExportColumn(name) for name in OperationTable.fields)
+# The CSV export: the list's columns as raw values (times in UTC ISO 8601); the header row
+# names each column by its msgid, the machine name (``core.exports``).
+OPERATION_EXPORT = (
+    # Translators: a CSV header is a column's machine name; keep it, e.g. "操作 ID (operation_id)".
+    ExportColumn(pgettext_lazy("CSV header", "operation_id")),
+    ExportColumn(pgettext_lazy("CSV header", "method")),
+    ExportColumn(pgettext_lazy("CSV header", "status")),
+    ExportColumn(pgettext_lazy("CSV header", "reason")),
+    ExportColumn(pgettext_lazy("CSV header", "outcome_certainty")),
+    ExportColumn(pgettext_lazy("CSV header", "retry_policy")),
+    ExportColumn(pgettext_lazy("CSV header", "raw_status")),
+    ExportColumn(pgettext_lazy("CSV header", "effect_state")),
+    ExportColumn(pgettext_lazy("CSV header", "projection_state")),
+    ExportColumn(pgettext_lazy("CSV header", "error_code")),
+    ExportColumn(pgettext_lazy("CSV header", "error_retry_mode")),
+    ExportColumn(pgettext_lazy("CSV header", "instance_id")),
+    ExportColumn(pgettext_lazy("CSV header", "cancel_requested_at")),
+    ExportColumn(pgettext_lazy("CSV header", "cancel_requested_by")),
+    ExportColumn(pgettext_lazy("CSV header", "created_at")),
+    ExportColumn(pgettext_lazy("CSV header", "updated_at")),
+)
 
 COLUMNS = OperationTable.fields

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import get_object_or_404, render
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_http_methods
 
 from beeos_console.auditlog.selectors import audit_trail
@@ -22,7 +23,7 @@ from operations.filtersets import OPERATION_SORTS, RuntimeOperationFilterSet
 from operations.forms import OperationFilterForm
 from operations.tables import OPERATION_EXPORT, OperationTable
 
-from . import selectors, states
+from . import selectors
 from .models import RuntimeOperation
 from .services.cancel import cancel_operation
 from .services.rules import project_operation_row
@@ -32,7 +33,7 @@ class OperationListView(RoleRequiredMixin, KeysetListView):
     filterset_class = RuntimeOperationFilterSet
     form_class = OperationFilterForm
     table_class = OperationTable
-    title = "Runtime operations"
+    title = _("Runtime operations")
     sort_fields = OPERATION_SORTS
     bulk_kind = "operation"
     ascending_sorts = {STUCK_SORT: STUCK_SORT_FIELD}
@@ -61,7 +62,7 @@ def operation_detail(request: HttpRequest, operation_id: str) -> HttpResponse:
         "attention": attention(op.status, op.updated_at or op.created_at),
         "events": events.events,
         "events_truncated": events.truncated,
-        "cancel_refusal": states.cancel_refusal(op.raw_status),
+        "cancel_refusal": op.cancel_refusal,
         "idempotency_key": new_idempotency_key(),
         "last_cancel": last_cancel_request("operation", op.operation_id),
         "trail": audit_trail("operation", op.operation_id),

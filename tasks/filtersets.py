@@ -6,6 +6,7 @@ Data filters only; the filter panels (suggested values, order, sort, refresh) ar
 from __future__ import annotations
 
 import django_filters
+from django.utils.translation import gettext_lazy as _
 
 from beeos_console.core.filtersets import (
     AnyValueMultipleFilter,
@@ -21,11 +22,21 @@ TASK_SORTS = {"created": "created_at", "updated": "updated_at"}
 
 
 class TaskFilterSet(MirrorFilterSet):
-    q = PrefixSearchFilter(label="Task or context id starts with", fields=("task_id", "context_id"))
+    q = PrefixSearchFilter(
+        label=_("Task or context id starts with"), fields=("task_id", "context_id")
+    )
     protocol = django_filters.MultipleChoiceFilter(choices=Task.Protocol.choices)
-    raw_state = AnyValueMultipleFilter(label="Raw state")
-    reason = AnyValueMultipleFilter(label="Reason")
-    agent_id = django_filters.CharFilter(label="Agent id", max_length=256)
+    raw_state = AnyValueMultipleFilter(label=_("Raw state"))
+    reason = AnyValueMultipleFilter(label=_("Reason"))
+    agent_id = django_filters.CharFilter(label=_("Agent id"), max_length=256)
+    # Who delegates to whom (the agent pages' edges; task_caller/target_agent_created_idx).
+    caller_agent_id = django_filters.CharFilter(label=_("Caller agent"), max_length=256)
+    target_agent_id = django_filters.CharFilter(label=_("Target agent"), max_length=256)
+    # Set by the A2A pull sync (partial indexes task_a2a_direction_idx / _counterpart_idx).
+    a2a_direction = django_filters.ChoiceFilter(
+        choices=Task.A2ADirection.choices, label=_("A2A direction")
+    )
+    a2a_counterpart = django_filters.CharFilter(label=_("A2A counterpart agent"), max_length=256)
 
     class Meta:
         model = Task
@@ -33,19 +44,19 @@ class TaskFilterSet(MirrorFilterSet):
 
 
 class MessageFilterSet(ConsoleFilterSet):
-    state = AnyValueMultipleFilter(label="State")
-    stop_reason = AnyValueMultipleFilter(label="Stop reason")
-    type = AnyValueMultipleFilter(label="Type")
-    task = django_filters.CharFilter(field_name="task__task_id", label="Task id", max_length=256)
+    state = AnyValueMultipleFilter(label=_("State"))
+    stop_reason = AnyValueMultipleFilter(label=_("Stop reason"))
+    type = AnyValueMultipleFilter(label=_("Type"))
+    task = django_filters.CharFilter(field_name="task__task_id", label=_("Task id"), max_length=256)
     conversation = django_filters.CharFilter(
-        field_name="conversation_id", label="Conversation id", max_length=256
+        field_name="conversation_id", label=_("Conversation id"), max_length=256
     )
     created_within = CreatedWithinFilter()
     created_after = UtcDateTimeFilter(
-        field_name="created_at", lookup_expr="gte", label="Created from"
+        field_name="created_at", lookup_expr="gte", label=_("Created from")
     )
     created_before = UtcDateTimeFilter(
-        field_name="created_at", lookup_expr="lt", label="Created before"
+        field_name="created_at", lookup_expr="lt", label=_("Created before")
     )
 
     class Meta:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from django.utils.translation import ngettext_lazy
+
 from beeos_console.mirror import registry
 
 from . import states
@@ -16,12 +18,14 @@ registry.register(
         id_field="task_id",
         expected_projection=lambda task: task.expected_projection,
         counters={"task": "status"},
+        agent_counted=True,
         list_url_name="tasks:list",
         filterset_class=TaskFilterSet,
         cancel_target=cancel.TaskCancelTarget,
         cancel_fields=("protocol", "task_id", "raw_state"),
         # Two protocols may share an id: a pick names the protocol too.
         pick_key=lambda task: f"{task.protocol}:{task.task_id}",
+        counted=ngettext_lazy("%(count)s task", "%(count)s tasks", "count"),
     )
 )
 registry.register(
@@ -32,6 +36,7 @@ registry.register(
         expected_projection=lambda m: states.project_message(m.state, stop_reason=m.stop_reason),
         # A2A history messages carry no envelope state: nothing to project.
         projected_rows=lambda qs: qs.filter(source=Message.Source.ENVELOPE),
+        counted=ngettext_lazy("%(count)s message", "%(count)s messages", "count"),
     )
 )
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
+from beeos_console.mirror.i18n import translated
 from beeos_console.mirror.models import Projected
 from beeos_console.mirror.search import search_vector
 
@@ -21,7 +23,11 @@ class Task(Projected):
     class Protocol(models.TextChoices):
         OPENAPI = states.OPENAPI, "OpenAPI"
         A2A = states.A2A, "A2A"
-        PRODUCT = states.PRODUCT, "Product"
+        PRODUCT = states.PRODUCT, _("Product")
+
+    class A2ADirection(models.TextChoices):
+        SENT = "sent", _("sent")
+        RECEIVED = "received", _("received")
 
     task_id = models.CharField(max_length=ID_MAX)
     protocol = models.CharField(max_length=16, choices=Protocol.choices)
@@ -62,6 +68,14 @@ class Task(Projected):
     # Set when the sync's read of this task answered 404 (BeeOS no longer has it),
     # cleared when a read finds it again: the row is kept, marked, and not re-read each pass.
     upstream_missing_at = models.DateTimeField("not found upstream since", null=True, blank=True)
+    # A2A tasks the sync lists for a configured agent (BEEOS_A2A_AGENTS): whether that agent
+    # sent or received it, and the agent at the other end. A task between two configured
+    # agents counts as sent (by its caller).
+    a2a_direction = models.CharField(max_length=8, blank=True, choices=A2ADirection.choices)
+    a2a_counterpart = models.CharField(max_length=ID_MAX, blank=True)
+    # Set when the sync's last A2A read came back with as many history messages as it asked
+    # for (the Cloud's cap per read): older messages may exist that the mirror lacks.
+    history_truncated_to = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         constraints = [
@@ -93,6 +107,8 @@ class Task(Projected):
             GinIndex(
                 fields=["context_id"], name="task_context_trgm_idx", opclasses=["gin_trgm_ops"]
             ),
+            # Agent ids by fragment, when there are too many agents to walk (search selectors).
+            GinIndex(fields=["agent_id"], name="task_agent_trgm_idx", opclasses=["gin_trgm_ops"]),
             GinIndex(search_vector("error"), name="task_error_fts_idx"),
             models.Index(
                 fields=["resync_requested_at"],
@@ -104,6 +120,17 @@ class Task(Projected):
                 fields=["-created_at", "-id"],
                 name="task_upstream_missing_idx",
                 condition=models.Q(upstream_missing_at__isnull=False),
+            ),
+            # The A2A direction and counterpart filters: only synced A2A tasks, in list order.
+            models.Index(
+                fields=["a2a_direction", "-created_at", "-id"],
+                name="task_a2a_direction_idx",
+                condition=~models.Q(a2a_direction=""),
+            ),
+            models.Index(
+                fields=["a2a_counterpart", "-created_at", "-id"],
+                name="task_a2a_counterpart_idx",
+                condition=~models.Q(a2a_counterpart=""),
             ),
         ]
 
@@ -130,7 +157,7 @@ class Task(Projected):
     @property
     def rule_text(self) -> str:
         """Today's rule for this raw state, in words (pages show it beside the stored rule)."""
-        return states.explain(self.protocol, self.raw_state, self.expected_projection)
+        return translated(states.explain(self.protocol, self.raw_state, self.expected_projection))
 
     @property
     def a2a_status_message_id(self) -> str:
@@ -156,8 +183,8 @@ class Message(Projected):
     """One message envelope (a streamed reply or a request), or an A2A history message."""
 
     class Source(models.TextChoices):
-        ENVELOPE = "envelope", "Message envelope"
-        A2A = "a2a", "A2A history"
+        ENVELOPE = "envelope", _("Message envelope")
+        A2A = "a2a", _("A2A history")
 
     message_id = models.CharField(max_length=ID_MAX)
     source = models.CharField(max_length=16, choices=Source.choices, default=Source.ENVELOPE)
@@ -247,8 +274,8 @@ class WebhookEvent(models.Model):
     """
 
     class Scheme(models.TextChoices):
-        TASK_PUSH = "task_push", "X-BeeOS-Signature (task push)"
-        DEVELOPER = "developer", "X-BeeOS-Webhook-Signature (developer webhook)"
+        TASK_PUSH = "task_push", _("X-BeeOS-Signature (task push)")
+        DEVELOPER = "developer", _("X-BeeOS-Webhook-Signature (developer webhook)")
 
     type = models.CharField(max_length=64)
     task_id = models.CharField(max_length=ID_MAX)

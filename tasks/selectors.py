@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from django.db.models import F
 from django.db.models.fields.tuple_lookups import Tuple, TupleLessThan
+from django.utils.translation import gettext
 
 from beeos_console.core.pagination import decode_cursor, encode_cursor
 
@@ -77,13 +78,18 @@ def cancel_warnings(task: Task, latest_reply: Message | None) -> list[str]:
             f", {latest_reply.stop_reason}" if latest_reply.stop_reason else ""
         )
         warnings.append(
-            f"The agent's latest reply has already ended ({how}): the task may be about to "
-            "finish by itself. Look at the message timeline before cancelling."
+            gettext(
+                "The agent's latest reply has already ended (%(how)s): the task may be about "
+                "to finish by itself. Look at the message timeline before cancelling."
+            )
+            % {"how": how}
         )
     if states.project(task.protocol, task.raw_state).reason == "auth_required":
         warnings.append(
-            "The task is waiting for the caller to sign in. Cancelling ends it: the caller "
-            "will have to start again."
+            gettext(
+                "The task is waiting for the caller to sign in. Cancelling ends it: the caller "
+                "will have to start again."
+            )
         )
     return warnings
 

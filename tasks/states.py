@@ -15,6 +15,7 @@ from typing import Final
 
 from beeos_sdk.models import MessageState, StopReason, TaskStatus
 
+from beeos_console.mirror.said import Said, gettext_noop
 from beeos_console.mirror.states import (
     CANCELLED,
     CERTAIN,
@@ -223,18 +224,21 @@ def project(protocol: str, raw_state: object, **evidence: object) -> Projection:
     return projection
 
 
-def producer_detail_error(name: str, value: object) -> str | None:
-    """Why a product producer's failure detail is invalid, or None when it is usable."""
+def producer_detail_error(name: str, value: object) -> Said | None:
+    """Why a product producer's failure detail is invalid, or None when it is usable.
+
+    English (a ``Said``): the ingest answer translates it (``mirror.i18n.translated``).
+    """
     if value is None or value == "":
         return None
     if not isinstance(value, str):
-        return "must be a string"
+        return gettext_noop("must be a string")
     if name == "outcome_certainty" and CERTAINTY_VOCABULARY.key(value) is None:
-        return f"must be one of {', '.join(OUTCOME_CERTAINTIES)}"
+        return gettext_noop("must be one of %(values)s", values=", ".join(OUTCOME_CERTAINTIES))
     if name == "retry_policy" and RETRY_POLICY_VOCABULARY.key(value) is None:
-        return f"must be one of {', '.join(RETRY_POLICIES)}"
+        return gettext_noop("must be one of %(values)s", values=", ".join(RETRY_POLICIES))
     if name == "reason" and (len(value) > REASON_MAX or not value.strip()):
-        return f"must be 1-{REASON_MAX} characters"
+        return gettext_noop("must be 1-%(max)s characters", max=REASON_MAX)
     return None
 
 
@@ -423,15 +427,24 @@ def product_write_value(protocol: str, raw_state: object) -> str:
     return project(protocol, raw_state).status
 
 
-def explain(protocol: str, raw_state: object, projection: Projection) -> str:
+def explain(protocol: str, raw_state: object, projection: Projection) -> Said:
     """The rule in words.
 
     e.g. "OpenAPI `timeout` → failed · timeout · uncertain · manual review".
+    The outcome and the rule id are symbols (never translated); the words around
+    them are a ``Said`` the detail page translates.
     """
     label = PROTOCOL_LABELS.get(protocol, protocol or "Unknown")
     shown = raw_state if isinstance(raw_state, str) else repr(raw_state)
-    source = "seed" if projection.source == SEED else "our rule"
-    return f"{label} `{shown}` → {projection.describe()} ({source}; rule {projection.rule})"
+    source = gettext_noop("seed") if projection.source == SEED else gettext_noop("our rule")
+    return gettext_noop(
+        "%(protocol)s `%(raw)s` → %(outcome)s (%(source)s; rule %(rule)s)",
+        protocol=label,
+        raw=shown,
+        outcome=projection.describe(),
+        source=source,
+        rule=projection.rule,
+    )
 
 
 def known_values(protocol: str) -> tuple[str, ...]:

@@ -11,13 +11,15 @@ from typing import Any
 
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
+from django.utils.translation import gettext, pgettext_lazy
+from django.utils.translation import gettext_lazy as _
 
 from beeos_console.core.exports import ExportColumn
 from beeos_console.core.tables import CodeColumn, Column, SelectColumn, Table, truncate
-from beeos_console.mirror import words
+from beeos_console.mirror import i18n
 from beeos_console.mirror.columns import (
     AgeColumn,
-    FilterLinkColumn,
+    AgentColumn,
     IdColumn,
     RawColumn,
     StatusColumn,
@@ -32,23 +34,25 @@ class TaskTable(Table):
     """Tasks for one viewer: ``exclude=("pick",)`` without bulk checkboxes, ``operator`` cancels."""
 
     pick = SelectColumn(value="pick_value", enabled="can_pick", label="pick_label")
-    task_id = IdColumn("Task", url="tasks:detail", length=30, query="protocol_query")
-    status = StatusColumn("Status")
-    raw_state = RawColumn("Raw state")
-    protocol = Column("Protocol", render="render_protocol", cache=True)
-    reason = Column("Reason", accessor=("reason", "error_code"), render="render_reason", cache=True)
+    task_id = IdColumn(_("Task"), url="tasks:detail", length=30, query="protocol_query")
+    status = StatusColumn(_("Status"))
+    raw_state = RawColumn(_("Raw state"))
+    protocol = Column(_("Protocol"), render="render_protocol", cache=True)
+    reason = Column(
+        _("Reason"), accessor=("reason", "error_code"), render="render_reason", cache=True
+    )
     certainty = Column(
-        "Certainty · retry",
+        _("Certainty · retry"),
         accessor=("outcome_certainty", "retry_policy"),
         css_class="small",
         render="render_certainty",
         cache=True,
     )
-    agent_id = FilterLinkColumn("Agent", param="agent_id", title="Only this agent", length=20)
-    created_at = AgeColumn("Age", sort_key="created")
-    updated_at = Column("Updated", sort_key="updated", render="render_updated")
+    agent_id = AgentColumn(_("Agent"), param="agent_id", title=_("Only this agent"), length=20)
+    created_at = AgeColumn(_("Age"), sort_key="created")
+    updated_at = Column(_("Updated"), sort_key="updated", render="render_updated")
 
-    empty_text = "No tasks match these filters."
+    empty_text = _("No tasks match these filters.")
     # The columns the table reads (and the sorts page on): the list loads only these.
     fields = (
         "task_id",
@@ -82,7 +86,7 @@ class TaskTable(Table):
         return f"{task.protocol}:{task.task_id}"
 
     def pick_label(self, task: Task) -> str:
-        return f"Select {task.task_id}"
+        return gettext("Select %(id)s") % {"id": task.task_id}
 
     def render_protocol(self, value: str, task: Task) -> SafeString:
         return format_html("{}", task.get_protocol_display())
@@ -93,12 +97,12 @@ class TaskTable(Table):
         if not reason and not code:
             return format_html('<span class="muted">{}</span>', "—")
         if not code:
-            return format_html('<span title="{}">{}</span>', words.reason_words(reason), reason)
+            return format_html('<span title="{}">{}</span>', i18n.reason_words(reason), reason)
         return format_html(
             '<span title="{}">{}</span> <code class="small error-code" title="{}">{}</code>',
-            words.reason_words(reason),
+            i18n.reason_words(reason),
             reason or "",
-            words.error_code_words(code),
+            i18n.error_code_words(code),
             code,
         )
 
@@ -106,8 +110,8 @@ class TaskTable(Table):
         certainty, policy = value
         return format_html(
             '<span title="{}; {}">{} · {}</span>',
-            words.certainty_words(certainty),
-            words.retry_words(policy),
+            i18n.certainty_words(certainty),
+            i18n.retry_words(policy),
             certainty,
             policy,
         )
@@ -120,27 +124,29 @@ class TaskTable(Table):
         cancel = url_for(self, "tasks:cancel")(task.task_id, protocol=task.protocol, row=1)
         return format_html(
             '{} <a class="small" href="{}#cancel" hx-get="{}"'
-            ' hx-target="closest tr" hx-swap="afterend" title="Cancel this task">Cancel…</a>',
+            ' hx-target="closest tr" hx-swap="afterend" title="{}">{}</a>',
             updated,
             detail,
             cancel,
+            gettext("Cancel this task"),
+            gettext("Cancel…"),
         )
 
 
 class MessageTable(Table):
     """Messages: the raw envelope state and stop reason beside the status."""
 
-    message_id = Column("Message", render="render_message_id")
-    type = CodeColumn("Type", cache=True)
-    state = RawColumn("State")
-    stop_reason = RawColumn("Stop reason")
-    status = Column("Status", accessor=("status", "source"), render="render_status", cache=True)
-    sender = CodeColumn("Sender", length=20)
-    task = Column("Task", accessor="", render="render_task")
-    body = Column("Body", css_class="body-cell", render="render_body")
-    created_at = AgeColumn("Created", sort_key="created")
+    message_id = Column(_("Message"), render="render_message_id")
+    type = CodeColumn(_("Type"), cache=True)
+    state = RawColumn(_("State"))
+    stop_reason = RawColumn(_("Stop reason"))
+    status = Column(_("Status"), accessor=("status", "source"), render="render_status", cache=True)
+    sender = CodeColumn(_("Sender"), length=20)
+    task = Column(_("Task"), accessor="", render="render_task")
+    body = Column(_("Body"), css_class="body-cell", render="render_body")
+    created_at = AgeColumn(_("Created"), sort_key="created")
 
-    empty_text = "No messages match these filters."
+    empty_text = _("No messages match these filters.")
     fields = (
         "message_id",
         "type",
@@ -160,8 +166,9 @@ class MessageTable(Table):
         task = m.task
         if task is None:
             return format_html(
-                '<span class="muted" title="conversation {}">not mirrored</span>',
-                m.conversation_id,
+                '<span class="muted" title="{}">{}</span>',
+                gettext("conversation %(id)s") % {"id": m.conversation_id},
+                gettext("not mirrored"),
             )
         detail = url_for(self, "tasks:detail")(task.task_id, protocol=task.protocol)
         return short_id(task.task_id, 24, f"{detail}#m-{m.pk}")
@@ -171,8 +178,9 @@ class MessageTable(Table):
         status, source = value
         if source == Message.Source.A2A:
             return format_html(
-                '<span class="pill history" title="{}">history</span>',
-                "An A2A history message: part of the conversation, not an outcome",
+                '<span class="pill history" title="{}">{}</span>',
+                gettext("An A2A history message: part of the conversation, not an outcome"),
+                gettext("history"),
             )
         return badge(status)
 
@@ -183,31 +191,33 @@ class MessageTable(Table):
         return format_html("{}", truncate(value, 80))
 
 
-# The CSV exports: the lists' columns as raw values (times in UTC ISO 8601).
+# The CSV exports: the lists' columns as raw values (times in UTC ISO 8601); the header
+# row names each column by its msgid, the machine name (``core.exports``).
 TASK_EXPORT = (
-    ExportColumn("task_id"),
-    ExportColumn("protocol"),
-    ExportColumn("status"),
-    ExportColumn("reason"),
-    ExportColumn("outcome_certainty"),
-    ExportColumn("retry_policy"),
-    ExportColumn("raw_state"),
-    ExportColumn("agent_id"),
-    ExportColumn("created_at"),
-    ExportColumn("updated_at"),
+    # Translators: a CSV header is a column's machine name; keep it, e.g. "任务 ID (task_id)".
+    ExportColumn(pgettext_lazy("CSV header", "task_id")),
+    ExportColumn(pgettext_lazy("CSV header", "protocol")),
+    ExportColumn(pgettext_lazy("CSV header", "status")),
+    ExportColumn(pgettext_lazy("CSV header", "reason")),
+    ExportColumn(pgettext_lazy("CSV header", "outcome_certainty")),
+    ExportColumn(pgettext_lazy("CSV header", "retry_policy")),
+    ExportColumn(pgettext_lazy("CSV header", "raw_state")),
+    ExportColumn(pgettext_lazy("CSV header", "agent_id")),
+    ExportColumn(pgettext_lazy("CSV header", "created_at")),
+    ExportColumn(pgettext_lazy("CSV header", "updated_at")),
 )
 MESSAGE_EXPORT = (
-    ExportColumn("message_id"),
-    ExportColumn("type"),
-    ExportColumn("state"),
-    ExportColumn("stop_reason"),
-    ExportColumn("status"),
-    ExportColumn("sender"),
-    ExportColumn("task_id", "task.task_id"),
-    ExportColumn("task_protocol", "task.protocol"),
-    ExportColumn("conversation_id"),
-    ExportColumn("body"),
-    ExportColumn("created_at"),
+    ExportColumn(pgettext_lazy("CSV header", "message_id")),
+    ExportColumn(pgettext_lazy("CSV header", "type")),
+    ExportColumn(pgettext_lazy("CSV header", "state")),
+    ExportColumn(pgettext_lazy("CSV header", "stop_reason")),
+    ExportColumn(pgettext_lazy("CSV header", "status")),
+    ExportColumn(pgettext_lazy("CSV header", "sender")),
+    ExportColumn(pgettext_lazy("CSV header", "task_id"), "task.task_id"),
+    ExportColumn(pgettext_lazy("CSV header", "task_protocol"), "task.protocol"),
+    ExportColumn(pgettext_lazy("CSV header", "conversation_id")),
+    ExportColumn(pgettext_lazy("CSV header", "body")),
+    ExportColumn(pgettext_lazy("CSV header", "created_at")),
 )
 
 # The names the list views read (and the sorts they page on).

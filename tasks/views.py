@@ -6,6 +6,7 @@ from django.contrib import messages
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_http_methods
 
 from beeos_console.auditlog.selectors import audit_trail
@@ -35,7 +36,7 @@ class TaskListView(RoleRequiredMixin, KeysetListView):
     filterset_class = TaskFilterSet
     form_class = TaskFilterForm
     table_class = TaskTable
-    title = "Tasks"
+    title = _("Tasks")
     sort_fields = TASK_SORTS
     bulk_kind = "task"
     ascending_sorts = {STUCK_SORT: STUCK_SORT_FIELD}
@@ -56,7 +57,7 @@ class MessageListView(RoleRequiredMixin, KeysetListView):
     filterset_class = MessageFilterSet
     form_class = MessageFilterForm
     table_class = MessageTable
-    title = "Messages"
+    title = _("Messages")
     export_url_name = "tasks:messages-export"
     export_filename = "messages"
     export_columns = MESSAGE_EXPORT

@@ -7,6 +7,7 @@ import os
 import pytest
 from django.conf import settings
 from django.contrib.auth.models import Group
+from django.utils import translation
 
 from beeos_console.auditlog.services import Actor
 from beeos_console.core import roles
@@ -25,6 +26,15 @@ def django_db_setup(django_db_setup, django_db_blocker):  # noqa: F811 - extends
     if connection.vendor != "postgresql" and not os.environ.get("CONSOLE_ALLOW_NON_POSTGRES_TESTS"):
         pytest.exit("Database tests need PostgreSQL: set DATABASE_URL=postgres://...", returncode=2)
     yield
+
+
+@pytest.fixture(autouse=True)
+def _language_of_the_test_only():
+    """A request's language (LocaleMiddleware) stays active in the thread after it answers:
+    each test starts in the default language and leaves no other behind."""
+    translation.activate(settings.LANGUAGE_CODE)
+    yield
+    translation.activate(settings.LANGUAGE_CODE)
 
 
 @pytest.fixture

@@ -437,18 +437,18 @@ def test_product_writers_emit_only_the_five(protocol, raw, expected):
 
 # --- explain(): the rule in words, shown on every detail page ---
 EXPLAIN_CASES = [
-    ("openapi", "timeout", {}, "OpenAPI `timeout` → failed · timeout · uncertain · manual review"),
-    ("openapi", "rejected", {}, "OpenAPI `rejected` → failed · rejected · certain · safe to retry"),
-    ("openapi", "running", {}, "OpenAPI `running` → processing · certain · no retry"),
-    ("a2a", "TASK_STATE_WORKING", {}, "A2A `TASK_STATE_WORKING` → processing · certain · no retry"),
-    ("product", "canceled", {}, "Product `canceled` → cancelled · certain · no retry"),
+    ("openapi", "timeout", {}, "OpenAPI `timeout` → failed · timeout · uncertain · manual_review"),
+    ("openapi", "rejected", {}, "OpenAPI `rejected` → failed · rejected · certain · safe_to_retry"),
+    ("openapi", "running", {}, "OpenAPI `running` → processing · certain · none"),
+    ("a2a", "TASK_STATE_WORKING", {}, "A2A `TASK_STATE_WORKING` → processing · certain · none"),
+    ("product", "canceled", {}, "Product `canceled` → cancelled · certain · none"),
     (
         "message",
         "failed",
         {"stop_reason": "agent_lost"},
-        "Message `failed` → failed · agent_lost · uncertain · manual review",
+        "Message `failed` → failed · agent_lost · uncertain · manual_review",
     ),
-    ("a2a", None, {}, "A2A `None` → unmapped · unmapped_state · uncertain · manual review"),
+    ("a2a", None, {}, "A2A `None` → unmapped · unmapped_state · uncertain · manual_review"),
 ]
 
 

@@ -22,6 +22,7 @@ from beeos_console.auditlog.services import Actor
 from beeos_console.cancels.engine import request_cancel
 from beeos_console.cancels.models import BulkCancel
 from beeos_console.mirror import registry
+from beeos_console.mirror.i18n import translated
 
 BULK_MAX = 5000  # items per batch: larger selections are refused, narrow the filter
 EXAMPLES = 5
@@ -45,16 +46,32 @@ class BulkPreview:
 
     @property
     def skipped_rows(self) -> list[tuple[str, int, list[str]]]:
-        """(why, how many, examples), most common first (templates cannot index a Counter)."""
-        return [(why, n, self.examples.get(why, [])) for why, n in self.skipped.most_common()]
+        """(why, how many, examples), most common first (templates cannot index a Counter).
+
+        ``why`` is a refusal's summary, kept in English (the batch and its audit entry
+        store it) and said here in the reader's language.
+        """
+        return [
+            (translated(why), n, self.examples.get(why, []))
+            for why, n in self.skipped.most_common()
+        ]
 
     @property
     def noun(self) -> str:
         return f"{self.kind}s" if self.count != 1 else self.kind
 
     @property
+    def counted(self) -> str:
+        """The cancellable items in words, in the reader's language ("240 tasks")."""
+        return registry.get(self.kind).count_words(self.count)
+
+    @property
     def confirmation(self) -> str:
-        """What the operator must type to start it."""
+        """What the operator must type to start it.
+
+        Deliberately English in every language: a fixed phrase compared letter for
+        letter (typing it must not need an input method), like a command.
+        """
         return f"cancel {self.count} {self.noun}"
 
 

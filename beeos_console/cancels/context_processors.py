@@ -15,7 +15,7 @@ def console(request: HttpRequest) -> dict[str, Any]:
     # No user on a request refused before authentication (e.g. a 400 for a bad host).
     user = getattr(request, "user", None) or AnonymousUser()
     return {
-        "gateway_name": "BeeOS" if configured else LocalGateway.label,
+        "gateway_name": "BeeOS" if configured else str(LocalGateway.label),
         "gateway_is_local": not configured,
         "is_admin_role": roles.has_role(user, roles.ADMIN),
         "is_operator_role": roles.has_role(user, roles.OPERATOR),

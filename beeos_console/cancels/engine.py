@@ -8,6 +8,10 @@
 4. In a second transaction, with the row locked again: apply the answer (the
    terminal state wins a race with ingest), close the request, audit it.
 Every attempt, whatever its end, writes exactly one audit entry.
+
+Messages are said in the active language when they are made (the operator's, for a
+cancel from a page or the API; the default language in the worker) and stored as
+said; the ``result`` codes beside them are the machine-readable part.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from typing import Any
 
 from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 from django_tasks import task as background_task
 
 from beeos_console.auditlog import services as auditlog
@@ -185,12 +190,18 @@ def new_idempotency_key() -> str:
 
 def clean_reason(reason: Any) -> str:
     if not isinstance(reason, str) or not reason.strip():
-        raise InvalidCancel("A reason is required: say why this is being cancelled.")
+        raise InvalidCancel(gettext("A reason is required: say why this is being cancelled."))
     if len(reason) > MAX_REASON:
-        raise InvalidCancel(f"The reason is too long ({len(reason)} > {MAX_REASON} characters).")
+        raise InvalidCancel(
+            gettext("The reason is too long (%(length)s > %(max)s characters).")
+            % {"length": len(reason), "max": MAX_REASON}
+        )
     if unstorable(reason):
         raise InvalidCancel(
-            "The reason contains a NUL character or an unpaired surrogate; write it as plain text."
+            gettext(
+                "The reason contains a NUL character or an unpaired surrogate; "
+                "write it as plain text."
+            )
         )
     return reason.strip()
 
@@ -199,7 +210,9 @@ def clean_key(key: Any) -> str:
     if key in (None, ""):
         return new_idempotency_key()
     if not isinstance(key, str) or len(key) > 128 or not key.isprintable():
-        raise InvalidCancel("The idempotency key must be printable text of at most 128 characters.")
+        raise InvalidCancel(
+            gettext("The idempotency key must be printable text of at most 128 characters.")
+        )
     return key
 
 
@@ -248,20 +261,23 @@ def _check_binding(
     differs = [
         what
         for what, same in (
-            ("another user", previous.requested_by == actor.name),
+            (gettext("another user"), previous.requested_by == actor.name),
             (
-                "another object",
+                gettext("another object"),
                 (previous.object_kind, previous.protocol, previous.object_id)
                 == (target.kind, target.protocol, target.object_id),
             ),
-            ("another reason (request body)", previous.reason == reason),
+            (gettext("another reason (request body)"), previous.reason == reason),
         )
         if not same
     ]
     if differs:
         raise IdempotencyConflict(
-            f"This Idempotency-Key was already used by {', '.join(differs)}: nothing was "
-            "changed. Send a new key for a new request."
+            gettext(
+                "This Idempotency-Key was already used by %(differs)s: nothing was "
+                "changed. Send a new key for a new request."
+            )
+            % {"differs": ", ".join(differs)}
         )
 
 
@@ -300,7 +316,8 @@ def _send(
         except Exception as exc:  # noqa: BLE001 - a failed re-read must not lose the answer
             answer = GatewayAnswer(
                 answer.outcome,
-                f"{answer.message} (The re-read failed: {type(exc).__name__}.)",
+                gettext("%(message)s (The re-read failed: %(error)s.)")
+                % {"message": answer.message, "error": type(exc).__name__},
                 answer.http_status,
                 answer.retry_after,
                 answer.upstream,
@@ -321,7 +338,9 @@ def _send(
         )
         obj = target.load(lock=False)
         result, message = _result_of(target, obj, answer)
-        message = f"{message} (The console's database failed while recording this answer.)"
+        message = gettext(
+            "%(message)s (The console's database failed while recording this answer.)"
+        ) % {"message": message}
         with transaction.atomic():
             _close(target, actor, request, before, target.summary(obj), answer, result, message)
     return CancelOutcome(result, message, obj, request, answer)
@@ -365,7 +384,7 @@ def _decide(
         if refusal is None:
             existing = target.already_requested(obj)
             if existing is None and _open_request(target) is not None:
-                existing = "Another cancel of this item is in flight right now."
+                existing = gettext("Another cancel of this item is in flight right now.")
             if existing is not None:
                 refusal, result = existing, ALREADY_REQUESTED
         if refusal is not None:
@@ -379,7 +398,7 @@ def _decide(
             previous = CancelRequest.objects.filter(idempotency_key=key).first()
             if previous is not None:
                 return _replay(target, previous)
-            message = "Another cancel of this item is in flight right now."
+            message = gettext("Another cancel of this item is in flight right now.")
             return CancelOutcome(ALREADY_REQUESTED, message, obj)
     return obj, request, before
 
@@ -429,10 +448,10 @@ def _result_of(target: CancelTarget, obj: Any, answer: GatewayAnswer) -> tuple[s
             # Accepted upstream, but the re-read shows it ended another way.
             summary = target.summary(obj)
             now = summary.get("raw_state") or summary.get("raw_status")
-            return CANCEL_REQUESTED, (
-                f"{answer.message} The re-read shows it is now {now!r}: it ended before "
+            return CANCEL_REQUESTED, gettext(
+                "%(message)s The re-read shows it is now %(state)s: it ended before "
                 "the cancel took hold."
-            )
+            ) % {"message": answer.message, "state": repr(now)}
         return CANCEL_REQUESTED, answer.message
     if answer.outcome == gateways.ALREADY_CLOSED:
         return REFUSED, answer.message
@@ -577,14 +596,16 @@ def _replay(target: CancelTarget, previous: CancelRequest) -> CancelOutcome:
     if previous.state == CancelRequest.State.OPEN:
         return CancelOutcome(
             ALREADY_REQUESTED,
-            "This cancel is already being sent; it was not sent twice.",
+            gettext("This cancel is already being sent; it was not sent twice."),
             obj,
             previous,
             replayed=True,
         )
     message = previous.message
     if previous.resolved_at is not None:
-        message += f" A later re-read showed it {previous.get_resolution_display().lower()}."
+        message += " " + gettext("A later re-read showed it %(resolution)s.") % {
+            "resolution": previous.get_resolution_display().lower()
+        }
     return CancelOutcome(previous.result or REFUSED, message, obj, previous, replayed=True)
 
 
@@ -723,31 +744,40 @@ def _record_recheck(
         request.next_check_at = None
         outcome = resolution
         if resolution == CancelRequest.Resolution.CANCELLED:
-            message = f"Resolved: the re-read shows it cancelled ({raw!r}); the cancel took effect."
+            message = gettext(
+                "Resolved: the re-read shows it cancelled (%(raw)s); the cancel took effect."
+            ) % {"raw": repr(raw)}
         else:
-            message = (
-                f"Resolved: the re-read shows it {resolution} ({raw!r}); it ended before "
+            message = gettext(
+                "Resolved: the re-read shows it %(status)s (%(raw)s); it ended before "
                 "the cancel took."
-            )
+            ) % {"status": resolution, "raw": repr(raw)}
         if after.get("reason") == "effect_committed":
-            message += " Its effect had already happened (effectState committed)."
+            message += " " + gettext("Its effect had already happened (effectState committed).")
         if after.get("outcome_certainty") == "uncertain":
             # e.g. an operation now outcome_unknown: ended, but its effect is not known.
-            message += " Its own outcome is uncertain: review it by hand, do not replay."
+            message += " " + gettext(
+                "Its own outcome is uncertain: review it by hand, do not replay."
+            )
     elif next_slot is not None:
         request.next_check_at = next_slot
         outcome = STILL_OPEN
-        message = f"Still {raw!r} at re-read {request.checks}; the next re-read is scheduled."
+        message = gettext("Still %(raw)s at re-read %(checks)s; the next re-read is scheduled.") % {
+            "raw": repr(raw),
+            "checks": request.checks,
+        }
     else:
         request.next_check_at = None
         request.gave_up_at = now
         outcome = GAVE_UP
-        message = (
-            f"Still {raw!r} after {request.checks} re-reads over a week: no more automatic "
+        message = gettext(
+            "Still %(raw)s after %(checks)s re-reads over a week: no more automatic "
             "re-reads. The outcome stays uncertain; check it with BeeOS by hand."
-        )
+        ) % {"raw": repr(raw), "checks": request.checks}
     if reread_error:
-        message += f" (The last re-read failed: {reread_error}; this is the mirror's state.)"
+        message += " " + gettext(
+            "(The last re-read failed: %(error)s; this is the mirror's state.)"
+        ) % {"error": reread_error}
     request.save()
     if outcome == STILL_OPEN:
         _enqueue_recheck(request)

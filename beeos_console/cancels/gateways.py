@@ -18,6 +18,7 @@ from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 from django.utils.module_loading import import_string
+from django.utils.translation import gettext, gettext_lazy
 
 from beeos_console.mirror import registry
 
@@ -61,7 +62,7 @@ class Gateway(ABC):
     """
 
     name: str = "gateway"
-    label: str = "Gateway"
+    label: str = gettext_lazy("Gateway")
 
     def cancel(
         self, target: CancelTarget, obj: Any, key: str, reason: str, actor: Actor
@@ -92,7 +93,7 @@ class LocalGateway(Gateway):
     """The demo: no upstream; each kind's cancel target applies its own cancel to the mirror."""
 
     name = "local"
-    label = "Local (demo)"
+    label = gettext_lazy("Local (demo)")
 
     def cancel_task(self, task: Any, *, idempotency_key: str, reason: str) -> GatewayAnswer:
         return self._apply("task", task, requested_by="", reason=reason)
@@ -114,7 +115,9 @@ class LocalGateway(Gateway):
             return database_failure(exc)
         if not applied:
             return _ended_meanwhile()
-        return GatewayAnswer(ACCEPTED, "Cancelled in the mirror (local gateway: no upstream call).")
+        return GatewayAnswer(
+            ACCEPTED, gettext("Cancelled in the mirror (local gateway: no upstream call).")
+        )
 
     def reread_task(self, task: Any) -> None:
         """The mirror is the source of truth here: nothing to re-read."""
@@ -126,8 +129,10 @@ class LocalGateway(Gateway):
 def _ended_meanwhile() -> GatewayAnswer:
     return GatewayAnswer(
         ALREADY_CLOSED,
-        "Not cancelled: it ended (a newer snapshot arrived) before the cancel applied. "
-        "Its final state stands.",
+        gettext(
+            "Not cancelled: it ended (a newer snapshot arrived) before the cancel applied. "
+            "Its final state stands."
+        ),
     )
 
 
@@ -142,8 +147,11 @@ def database_failure(exc: BaseException) -> GatewayAnswer:
     """Our own database failed: nothing left the console (never "uncertain")."""
     return GatewayAnswer(
         NOT_SENT,
-        "Not sent: the console's own database failed before the cancel took effect anywhere "
-        f"({type(exc).__name__}), so nothing happened. Safe to retry.",
+        gettext(
+            "Not sent: the console's own database failed before the cancel took effect "
+            "anywhere (%(error)s), so nothing happened. Safe to retry."
+        )
+        % {"error": type(exc).__name__},
         upstream={"error": type(exc).__name__, "where": "console database"},
     )
 
@@ -207,20 +215,25 @@ def transport_failure(exc: BaseException) -> GatewayAnswer:
     ):
         return GatewayAnswer(
             NOT_SENT,
-            "Not sent: BeeOS could not be reached, so nothing happened. Safe to retry.",
+            gettext("Not sent: BeeOS could not be reached, so nothing happened. Safe to retry."),
             upstream={"error": names[-1]},
         )
     if any(n in _AFTER_DISPATCH for n in names) or isinstance(exc, socket.timeout):
         return GatewayAnswer(
             UNCERTAIN,
-            "Outcome uncertain — not resent. The request reached BeeOS but no answer came "
-            "back; it may have taken effect. The object was re-read; check it before acting.",
+            gettext(
+                "Outcome uncertain — not resent. The request reached BeeOS but no answer came "
+                "back; it may have taken effect. The object was re-read; check it before acting."
+            ),
             upstream={"error": names[-1]},
         )
     return GatewayAnswer(
         UNCERTAIN,
-        "Outcome uncertain — not resent. The request failed in an unexpected way after it "
-        f"may have been sent ({names[-1]}).",
+        gettext(
+            "Outcome uncertain — not resent. The request failed in an unexpected way after it "
+            "may have been sent (%(error)s)."
+        )
+        % {"error": names[-1]},
         upstream={"error": names[-1]},
     )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 # Every console table keeps the historical app label "console" (its migrations
 # live in beeos_console/core/migrations), whichever package defines the model.
@@ -17,19 +18,19 @@ class CancelRequest(models.Model):
     """
 
     class State(models.TextChoices):
-        OPEN = "open", "In flight"
-        ACCEPTED = "accepted", "Accepted"
-        REFUSED = "refused", "Refused"
-        NOT_SENT = "not_sent", "Not sent (safe to retry)"
-        UNCERTAIN = "uncertain", "Outcome uncertain (not resent)"
-        FAILED = "failed", "Failed upstream"
+        OPEN = "open", _("In flight")
+        ACCEPTED = "accepted", _("Accepted")
+        REFUSED = "refused", _("Refused")
+        NOT_SENT = "not_sent", _("Not sent (safe to retry)")
+        UNCERTAIN = "uncertain", _("Outcome uncertain (not resent)")
+        FAILED = "failed", _("Failed upstream")
 
     class Resolution(models.TextChoices):
         """What a re-read showed of an uncertain cancel's object."""
 
-        CANCELLED = "cancelled", "Cancelled"
-        COMPLETED = "completed", "Completed before the cancel took"
-        FAILED = "failed", "Failed before the cancel took"
+        CANCELLED = "cancelled", _("Cancelled")
+        COMPLETED = "completed", _("Completed before the cancel took")
+        FAILED = "failed", _("Failed before the cancel took")
 
     idempotency_key = models.CharField(max_length=128, unique=True)
     object_kind = models.CharField(max_length=16)  # task | operation
@@ -93,10 +94,10 @@ class BulkCancel(models.Model):
     """A batch of cancels started from a list page, run by the task framework."""
 
     class State(models.TextChoices):
-        QUEUED = "queued", "Queued"
-        RUNNING = "running", "Running"
-        FINISHED = "finished", "Finished"
-        FAILED = "failed", "Failed"
+        QUEUED = "queued", _("Queued")
+        RUNNING = "running", _("Running")
+        FINISHED = "finished", _("Finished")
+        FAILED = "failed", _("Failed")
 
     object_kind = models.CharField(max_length=16)
     requested_by = models.CharField(max_length=150)

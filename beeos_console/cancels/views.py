@@ -12,6 +12,7 @@ from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext
 from django.views.decorators.http import require_http_methods
 
 from beeos_console.auditlog.selectors import audit_trail
@@ -111,15 +112,21 @@ def bulk_cancel_view(request: HttpRequest, kind: str) -> HttpResponse:
         typed = " ".join((data.get("confirmation") or "").split()).lower()
         errors = []
         if not reason:
-            errors.append("A reason is required: say why these are being cancelled.")
+            errors.append(gettext("A reason is required: say why these are being cancelled."))
         if selection.too_many:
-            errors.append(f"More than {bulk.BULK_MAX} items: narrow the filter first.")
+            errors.append(
+                gettext("More than %(max)s items: narrow the filter first.")
+                % {"max": bulk.BULK_MAX}
+            )
         if selection.count == 0:
-            errors.append("Nothing in this selection can be cancelled.")
+            errors.append(gettext("Nothing in this selection can be cancelled."))
         if typed != selection.confirmation:
             errors.append(
-                f"Type “{selection.confirmation}” to confirm (the selection now holds "
-                f"{selection.count} cancellable {selection.noun})."
+                gettext(
+                    "Type “%(confirmation)s” to confirm (the selection now holds "
+                    "%(items)s that can be cancelled)."
+                )
+                % {"confirmation": selection.confirmation, "items": selection.counted}
             )
         if errors:
             context["errors"] = errors

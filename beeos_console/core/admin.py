@@ -6,6 +6,7 @@ from typing import Any
 
 from django.contrib import admin
 from django.http import HttpRequest
+from django.utils.translation import gettext_lazy as _
 
 from beeos_console.core import tokens
 from beeos_console.core.models import ApiToken
@@ -44,7 +45,7 @@ class ApiTokenAdmin(ReadOnlyAdmin):
     )
     actions = ["revoke"]
 
-    @admin.action(description="Revoke the selected tokens")
+    @admin.action(description=_("Revoke the selected tokens"))
     def revoke(self, request: HttpRequest, queryset: Any) -> None:
         for token in queryset.filter(revoked_at__isnull=True):
             tokens.revoke(token)

@@ -6,6 +6,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db.models import QuerySet
+from django.utils.translation import gettext, gettext_lazy
 from rest_framework import permissions, status
 from rest_framework.exceptions import APIException, ParseError, ValidationError
 from rest_framework.pagination import BasePagination
@@ -26,7 +27,7 @@ class HasRole(permissions.BasePermission):
 
     @property
     def message(self) -> str:  # type: ignore[override]
-        return f"This needs {ROLE_WORDS[self.role]}."
+        return gettext("This needs %(role)s.") % {"role": ROLE_WORDS[self.role]}
 
     def has_permission(self, request: Request, view: Any) -> bool:
         return roles.has_role(request.user, self.role)
@@ -78,7 +79,7 @@ class IdLookupMixin:
 
 class PayloadTooLarge(APIException):
     status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
-    default_detail = "The request body is too large."
+    default_detail = gettext_lazy("The request body is too large.")
     default_code = "payload_too_large"
 
 
@@ -96,19 +97,22 @@ class JSONBodyParser(JSONParser):
             body = stream.read(limit + 1)
             if len(body) > limit:
                 raise PayloadTooLarge(
-                    f"The body is over {limit} bytes; at most {limit} are accepted."
+                    gettext("The body is over %(limit)s bytes; at most %(limit)s are accepted.")
+                    % {"limit": limit}
                 )
         try:
             return jsonbody.loads(body)
         except jsonbody.BadJSON as exc:
-            raise ParseError(f"JSON parse error - {exc}") from exc
+            raise ParseError(gettext("JSON parse error - %(error)s") % {"error": exc}) from exc
 
 
 class KeysetPagination(BasePagination):
     """Cursor pages over (sort field, id), newest first; never counts.
 
     ``?after=<cursor>`` for older rows, ``?before=<cursor>`` for newer ones,
-    ``?page_size=`` up to 200, ``?sort=`` as the view's FilterSet allows.
+    ``?page_size=`` up to 200, ``?sort=`` one of the view's ``sort_fields``. A view with
+    ``sort_order(sort) -> (field, ascending)`` (its HTML list's rule) may page a sort
+    ascending, e.g. "longest stuck first".
     """
 
     max_page_size = 200
@@ -117,23 +121,36 @@ class KeysetPagination(BasePagination):
         self.request = request
         sort_fields = getattr(view, "sort_fields", {"created": "created_at"})
         default = getattr(view, "default_sort", "created")
-        sort = request.query_params.get("sort") or default
+        # A saved view's parameters (``?view=``) under the given ones, when the filter set them.
+        params = getattr(view, "list_params", None) or request.query_params
+        sort = params.get("sort") or default
         if sort not in sort_fields:
-            raise ValidationError({"sort": [f"Choose one of: {', '.join(sort_fields)}."]})
+            raise ValidationError(
+                {
+                    "sort": [
+                        gettext("Choose one of: %(choices)s.") % {"choices": ", ".join(sort_fields)}
+                    ]
+                }
+            )
         try:
             size = int(request.query_params.get("page_size", PAGE_SIZE))
         except ValueError as exc:
-            raise ValidationError({"page_size": ["Must be a whole number."]}) from exc
+            raise ValidationError({"page_size": [gettext("Must be a whole number.")]}) from exc
         if not 1 <= size <= self.max_page_size:
-            raise ValidationError({"page_size": [f"Must be from 1 to {self.max_page_size}."]})
+            raise ValidationError(
+                {"page_size": [gettext("Must be from 1 to %(max)s.") % {"max": self.max_page_size}]}
+            )
+        sort_order = getattr(view, "sort_order", None)
+        field, ascending = sort_order(sort) if sort_order else (sort_fields[sort], False)
         try:
             self.page = paginate(
                 queryset,
-                sort_fields[sort],
+                field,
                 after=request.query_params.get("after") or None,
                 before=request.query_params.get("before") or None,
                 page_size=size,
                 count=False,
+                ascending=ascending,
             )
         except BadCursor as exc:
             raise ValidationError({"cursor": [str(exc)]}) from exc
@@ -159,6 +176,7 @@ class KeysetPagination(BasePagination):
         """The keyset parameters, for the OpenAPI schema (``/api/schema/``)."""
         sort_fields = getattr(view, "sort_fields", {"created": "created_at"})
         default = getattr(view, "default_sort", "created")
+        sort_notes = getattr(view, "sort_notes", {})
 
         def param(name: str, description: str, schema: dict) -> dict:
             return {
@@ -187,7 +205,12 @@ class KeysetPagination(BasePagination):
             ),
             param(
                 "sort",
-                "The field pages are ordered on, newest first.",
+                " ".join(
+                    [
+                        "The field pages are ordered on, newest first.",
+                        *(f"`{name}`: {note}" for name, note in sort_notes.items()),
+                    ]
+                ),
                 {"type": "string", "enum": list(sort_fields), "default": default},
             ),
         ]

@@ -13,11 +13,14 @@ import datetime as dt
 import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from django.conf import settings
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.utils import translation
+from django.utils.translation import gettext, ngettext
 from django.views import View
 
 from beeos_console.core import roles
@@ -65,6 +68,13 @@ def csv_writer(stream: Any, **kwargs: Any) -> SafeCSVWriter:
 # ``# 12,345 rows``. Above ``CONSOLE_EXPORT_MAX_ROWS`` (default 100,000) it stops there
 # and says so in that line (``# cut at 100,000 rows: more match this filter; narrow it…``).
 # A reader that wants data rows only drops a last row whose first cell starts with ``#``.
+#
+# Languages: the cells are raw values and never translated. The header row is: a list
+# declares each column as ``ExportColumn(pgettext_lazy("CSV header", "task_id"))`` —
+# the msgid *is* the machine name, so an English file keeps the names tools read, and a
+# translation names the column for a person (the translators are asked to keep the
+# machine name beside it, e.g. ``任务 ID (task_id)``). The count line is translated
+# too; it starts with ``#`` in every language.
 
 EXPORT_CHUNK = 2000
 DEFAULT_EXPORT_MAX_ROWS = 100_000
@@ -84,15 +94,28 @@ class ExportColumn:
     """One CSV column: its header, the dotted attribute path it reads, how to write it.
 
     Datetimes are written as UTC ISO 8601 unless ``format`` says otherwise.
+    ``header``: the column's machine name, as a ``pgettext_lazy("CSV header", name)``
+    (or a plain name, never translated); the header row says ``label``.
     """
 
-    header: str
+    header: Any
     accessor: str = ""
     format: Callable[[Any], Any] | None = None
 
+    @cached_property
+    def name(self) -> str:
+        """The machine name: the header's msgid (its text with no translation active)."""
+        with translation.override(None):
+            return str(self.header)
+
+    @property
+    def label(self) -> str:
+        """The header row's cell in the reader's language (English: the machine name)."""
+        return str(self.header)
+
     def value(self, row: Any) -> Any:
         value = row
-        for part in (self.accessor or self.header).split("."):
+        for part in (self.accessor or self.name).split("."):
             if value is None:
                 return None
             value = getattr(value, part)
@@ -115,20 +138,31 @@ class _Echo:
 
 
 def count_line(written: int, cut: bool) -> str:
+    rows = f"{written:,}"
     if cut:
-        return (
-            f"# cut at {written:,} rows (CONSOLE_EXPORT_MAX_ROWS): more rows match this filter;"
+        return "# " + gettext(
+            "cut at %(rows)s rows (CONSOLE_EXPORT_MAX_ROWS): more rows match this filter;"
             " narrow it (a time range, a status, an id) and export each part"
-        )
-    return f"# {written:,} row{'' if written == 1 else 's'}"
+        ) % {"rows": rows}
+    return "# " + ngettext("%(rows)s row", "%(rows)s rows", written) % {"rows": rows}
 
 
 def stream_csv(
-    queryset: QuerySet, columns: tuple[ExportColumn, ...], *, max_rows: int
+    queryset: QuerySet,
+    columns: tuple[ExportColumn, ...],
+    *,
+    max_rows: int,
+    language: str | None = None,
 ) -> Iterator[str]:
-    """The header, up to ``max_rows`` rows read through a server-side cursor, the count line."""
+    """The header, up to ``max_rows`` rows read through a server-side cursor, the count line.
+
+    ``language``: the request's, for the header and count lines (the rows stream after
+    the view has returned).
+    """
     writer = csv_writer(_Echo())
-    yield writer.writerow([c.header for c in columns])
+    with translation.override(language):
+        header = [c.label for c in columns]
+    yield writer.writerow(header)
     written = 0
     cut = False
     # One row past the cap tells "exactly the cap" from "cut".
@@ -138,7 +172,9 @@ def stream_csv(
             break
         yield writer.writerow([c.value(row) for c in columns])
         written += 1
-    yield writer.writerow([count_line(written, cut)])
+    with translation.override(language):
+        last = count_line(written, cut)
+    yield writer.writerow([last])
 
 
 class ListCsvExport(View):
@@ -162,7 +198,8 @@ class ListCsvExport(View):
         if not filterset.is_valid() or view_errors:
             errors = {**filterset.errors, **view_errors}
             return HttpResponse(
-                f"These filters could not be applied: {dict(errors)}",
+                gettext("These filters could not be applied: %(errors)s")
+                % {"errors": dict(errors)},
                 status=400,
                 content_type="text/plain",
             )
@@ -170,7 +207,12 @@ class ListCsvExport(View):
         order = (sort_field, "pk") if ascending else (f"-{sort_field}", "-pk")
         queryset = filterset.qs.order_by(*order)
         response = StreamingHttpResponse(
-            stream_csv(queryset, tuple(lv.export_columns), max_rows=export_max_rows()),
+            stream_csv(
+                queryset,
+                tuple(lv.export_columns),
+                max_rows=export_max_rows(),
+                language=translation.get_language(),
+            ),
             content_type="text/csv; charset=utf-8",
         )
         name = lv.export_filename or "export"

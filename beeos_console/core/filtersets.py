@@ -8,6 +8,7 @@ from typing import Any
 import django_filters
 from django import forms
 from django.db.models import Q, QuerySet
+from django.utils.translation import gettext_lazy as _
 
 
 class ConsoleFilterSet(django_filters.FilterSet):
@@ -83,7 +84,7 @@ class UtcDateTimeField(django_filters.fields.IsoDateTimeField):
         try:
             return parsed.astimezone(dt.UTC)
         except OverflowError as exc:
-            raise forms.ValidationError("This time is out of range.") from exc
+            raise forms.ValidationError(_("This time is out of range.")) from exc
 
 
 class UtcDateTimeFilter(django_filters.IsoDateTimeFilter):
@@ -96,7 +97,11 @@ CREATED_WITHIN = {
     "24h": dt.timedelta(hours=24),
     "7d": dt.timedelta(days=7),
 }
-CREATED_WITHIN_CHOICES = [("1h", "last 1 h"), ("24h", "last 24 h"), ("7d", "last 7 d")]
+CREATED_WITHIN_CHOICES = [
+    ("1h", _("last 1 h")),
+    ("24h", _("last 24 h")),
+    ("7d", _("last 7 d")),
+]
 
 
 class CreatedWithinFilter(django_filters.ChoiceFilter):
@@ -105,7 +110,7 @@ class CreatedWithinFilter(django_filters.ChoiceFilter):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("choices", CREATED_WITHIN_CHOICES)
         kwargs.setdefault("field_name", "created_at")
-        kwargs.setdefault("label", "Created in the")
+        kwargs.setdefault("label", _("Created in the"))
         super().__init__(*args, **kwargs)
 
     def filter(self, qs: QuerySet, value: Any) -> QuerySet:

@@ -19,6 +19,7 @@ from django import forms
 from django.forms.utils import ErrorDict
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
+from django.utils.translation import gettext_lazy as _
 
 from beeos_console.core.filtersets import CREATED_WITHIN_CHOICES
 from beeos_console.core.tables import attrs_html
@@ -101,15 +102,15 @@ def datetime_field(label: str) -> forms.DateTimeField:
 def created_within_field() -> forms.ChoiceField:
     """The time presets (``CreatedWithinFilter``); "custom" is the created from / before fields."""
     return forms.ChoiceField(
-        choices=[("", "any time"), *CREATED_WITHIN_CHOICES],
-        label="Created (UTC)",
+        choices=[("", _("any time")), *CREATED_WITHIN_CHOICES],
+        label=_("Created (UTC)"),
         required=False,
         widget=forms.RadioSelect,
     )
 
 
 def sort_field(choices: list[tuple[str, str]]) -> forms.ChoiceField:
-    return forms.ChoiceField(choices=choices, label="Sort", required=False)
+    return forms.ChoiceField(choices=choices, label=_("Sort"), required=False)
 
 
 class _SharedFields(dict):
@@ -132,7 +133,7 @@ class FilterForm(forms.Form):
     """
 
     open_fields: ClassVar[tuple[str, ...]] = ("status",)
-    refresh = forms.BooleanField(label="Auto-refresh", required=False)
+    refresh = forms.BooleanField(label=_("Auto-refresh"), required=False)
 
     def __init__(self, data: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
         cls = type(self)

@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.utils.translation import gettext
+
 MAX_DEPTH = 64
 
 
@@ -22,7 +24,7 @@ class BadJSON(ValueError):
 
 
 def _no_constants(name: str) -> Any:
-    raise BadJSON(f"{name} is not a JSON number")
+    raise BadJSON(gettext("%(name)s is not a JSON number") % {"name": name})
 
 
 def loads(body: bytes | str, *, max_depth: int = MAX_DEPTH) -> Any:
@@ -32,14 +34,18 @@ def loads(body: bytes | str, *, max_depth: int = MAX_DEPTH) -> Any:
     except BadJSON:
         raise
     except RecursionError as exc:
-        raise BadJSON(f"JSON nested more than {max_depth} levels deep") from exc
+        raise BadJSON(_too_deep(max_depth)) from exc
     except UnicodeDecodeError as exc:
-        raise BadJSON("the body is not UTF-8 text") from exc
+        raise BadJSON(gettext("the body is not UTF-8 text")) from exc
     except ValueError as exc:  # JSONDecodeError, and integers too long to convert
-        raise BadJSON(f"malformed JSON: {exc}") from exc
+        raise BadJSON(gettext("malformed JSON: %(error)s") % {"error": exc}) from exc
     if nesting_depth(value, stop_after=max_depth) > max_depth:
-        raise BadJSON(f"JSON nested more than {max_depth} levels deep")
+        raise BadJSON(_too_deep(max_depth))
     return value
+
+
+def _too_deep(max_depth: int) -> str:
+    return gettext("JSON nested more than %(depth)s levels deep") % {"depth": max_depth}
 
 
 def nesting_depth(value: Any, *, stop_after: int = MAX_DEPTH) -> int:

@@ -11,6 +11,7 @@ from django.contrib.auth import logout
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.utils.cache import add_never_cache_headers
+from django.utils.translation import gettext, gettext_lazy
 from django.views.defaults import bad_request
 from rest_framework.response import Response as DRFResponse
 
@@ -90,13 +91,15 @@ def stamp_login(sender: Any, request: HttpRequest | None = None, **kwargs: Any) 
 API_PREFIX = "/api/"
 # HTML pages under /api/ (Swagger UI): their errors stay pages.
 API_HTML_PREFIXES = ("/api/docs/",)
+# The human-readable ``detail`` (translated: DRF's own catalogue holds most of these);
+# the HTTP status is the machine-readable part.
 API_ERROR_DETAIL = {
-    400: "Bad request.",
-    403: "You do not have permission to perform this action.",
-    404: "Not found.",
-    405: "Method not allowed.",
-    413: "The request body is too large.",
-    500: "Server error.",
+    400: gettext_lazy("Bad request."),
+    403: gettext_lazy("You do not have permission to perform this action."),
+    404: gettext_lazy("Not found."),
+    405: gettext_lazy("Method not allowed."),
+    413: gettext_lazy("The request body is too large."),
+    500: gettext_lazy("Server error."),
 }
 
 
@@ -141,7 +144,11 @@ def too_large(request: HttpRequest, exception: RequestDataTooBig) -> HttpRespons
     if is_api_request(request):
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         return JsonResponse(
-            {"detail": f"The request body is too large: at most {limit} bytes."}, status=413
+            {
+                "detail": gettext("The request body is too large: at most %(limit)s bytes.")
+                % {"limit": limit}
+            },
+            status=413,
         )
     return bad_request(request, exception)
 
@@ -149,7 +156,7 @@ def too_large(request: HttpRequest, exception: RequestDataTooBig) -> HttpRespons
 def _as_json(response: HttpResponse) -> JsonResponse:
     status = response.status_code
     detail = API_ERROR_DETAIL.get(status) or f"{response.reason_phrase}."
-    answer = JsonResponse({"detail": detail}, status=status)
+    answer = JsonResponse({"detail": str(detail)}, status=status)
     for header, value in response.items():
         if header.lower() not in ("content-type", "content-length"):
             answer[header] = value

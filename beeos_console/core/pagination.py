@@ -21,6 +21,7 @@ from django.db.models import F, QuerySet
 # Django's own row-value lookups (used for composite primary keys). On
 # PostgreSQL they compile to `(a, b) < (x, y)`, which uses a composite index.
 from django.db.models.fields.tuple_lookups import Tuple, TupleGreaterThan, TupleLessThan
+from django.utils.translation import gettext_lazy as _
 
 PAGE_SIZE = 50
 CAPPED_COUNT = 1000
@@ -30,7 +31,7 @@ class BadCursor(ValueError):
     """A cursor that was not made by us (or by this version of us)."""
 
 
-BAD_CURSOR_MESSAGE = "This page link is not valid any more; showing the first page."
+BAD_CURSOR_MESSAGE = _("This page link is not valid any more; showing the first page.")
 # Longest cursor we ever make: a 256-character string key, its id, base64.
 CURSOR_MAX = 2048
 PK_MAX = 2**63 - 1  # bigint
@@ -57,7 +58,7 @@ def decode_cursor(cursor: str, field: models.Field | None = None) -> tuple[Any, 
     try:
         value, pk = _decode(cursor, field)
     except (ValueError, TypeError, ArithmeticError, RecursionError) as exc:
-        raise BadCursor(BAD_CURSOR_MESSAGE) from exc
+        raise BadCursor(str(BAD_CURSOR_MESSAGE)) from exc
     return value, pk
 
 

@@ -8,19 +8,22 @@ from typing import Any, ClassVar
 
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
+from django.utils.translation import gettext, gettext_lazy
 
 from beeos_console.core import roles
 
 ROLE_WORDS = {
-    roles.SUPPORT: "the support role",
-    roles.OPERATOR: "the operator role",
-    roles.ADMIN: "the admin role",
-    roles.FEEDER: "the feeder (ingest) role",
+    roles.SUPPORT: gettext_lazy("the support role"),
+    roles.OPERATOR: gettext_lazy("the operator role"),
+    roles.ADMIN: gettext_lazy("the admin role"),
+    roles.FEEDER: gettext_lazy("the feeder (ingest) role"),
 }
 
 
 def deny(role: str) -> PermissionDenied:
-    return PermissionDenied(f"This needs {ROLE_WORDS[role]}. Ask an admin if you need it.")
+    return PermissionDenied(
+        gettext("This needs %(role)s. Ask an admin if you need it.") % {"role": ROLE_WORDS[role]}
+    )
 
 
 def role_required(role: str) -> Callable:

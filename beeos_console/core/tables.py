@@ -33,6 +33,7 @@ from django.utils import timezone
 from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import Truncator
+from django.utils.translation import gettext, gettext_lazy
 
 _counter = itertools.count()
 EMPTY = "—"
@@ -77,23 +78,26 @@ def middle(text: str, length: int) -> str:
 def id_parts(text: str, length: int, href: str | None = None) -> tuple[str, ...]:
     """An id cell as ``format_html`` parts: middle ellipsis, full id on hover, copy button."""
     short = middle(text, length)
+    copy_title, copy = gettext("Copy to clipboard"), gettext("Copy")
     if href is None:
         return (
             '<code class="id" title="{}">{}</code>'
-            ' <button type="button" class="copy" data-copy="{}" title="Copy to clipboard">'
-            "Copy</button>",
+            ' <button type="button" class="copy" data-copy="{}" title="{}">{}</button>',
             text,
             short,
             text,
+            copy_title,
+            copy,
         )
     return (
         '<a href="{}" title="{}"><code class="id">{}</code></a>'
-        ' <button type="button" class="copy" data-copy="{}" title="Copy to clipboard">'
-        "Copy</button>",
+        ' <button type="button" class="copy" data-copy="{}" title="{}">{}</button>',
         href,
         text,
         short,
         text,
+        copy_title,
+        copy,
     )
 
 
@@ -185,17 +189,27 @@ class Column:
 
 
 def short_age(value: dt.datetime, now: dt.datetime | None = None) -> str:
-    """The largest unit only: "45 s ago", "3 h ago", "2 d ago", "in 5 min"."""
+    """The largest unit only: "45 s ago", "3 h ago", "2 d ago", "in 5 min" (translated)."""
     now = now or timezone.now()
     seconds = int((now - value).total_seconds())
     future, seconds = seconds < 0, abs(seconds)
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
-        if seconds >= size:
-            words = f"{seconds // size} {unit}"
-            break
-    else:
-        words = f"{seconds} s"
-    return f"in {words}" if future else f"{words} ago"
+    span = short_span(seconds)
+    return (
+        gettext("in %(span)s") % {"span": span}
+        if future
+        else gettext("%(span)s ago") % {"span": span}
+    )
+
+
+def short_span(seconds: int) -> str:
+    """A duration in its largest unit only: "45 s", "5 min", "3 h", "2 d" (translated)."""
+    if seconds >= 86400:
+        return gettext("%(n)d d") % {"n": seconds // 86400}
+    if seconds >= 3600:
+        return gettext("%(n)d h") % {"n": seconds // 3600}
+    if seconds >= 60:
+        return gettext("%(n)d min") % {"n": seconds // 60}
+    return gettext("%(n)d s") % {"n": seconds}
 
 
 def age(value: dt.datetime | None, now: dt.datetime | None = None) -> SafeString:
@@ -206,13 +220,14 @@ def age(value: dt.datetime | None, now: dt.datetime | None = None) -> SafeString
 def _age_parts(value: dt.datetime | None, now: dt.datetime | None) -> tuple[str, ...]:
     if value is None:
         return ('<span class="muted">{}</span>', EMPTY)
-    # Digits, letters and ":-+. " only, made here from a datetime: safe without escaping
-    # (saves three escapes per time cell, the bulk of a list's escaping cost).
+    # The two stamps are digits, letters and ":-+. " only, made here from a datetime: safe
+    # without escaping (saves escapes per time cell, the bulk of a list's escaping cost).
+    # The age is translated words: escaped.
     return (
         '<time datetime="{}" title="{}">{}</time>',
         SafeString(value.isoformat()),
         SafeString(value.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")),
-        SafeString(short_age(value, now)),
+        conditional_escape(short_age(value, now)),
     )
 
 
@@ -243,7 +258,7 @@ class SelectColumn(Column):
     def __init__(self, *, value: str, enabled: str, label: str, form: str = "bulk-form") -> None:
         self.value_method, self.enabled_method, self.label_method = value, enabled, label
         self.form = form
-        super().__init__("Select", accessor="")
+        super().__init__(gettext_lazy("Select"), accessor="")
 
     def header_html(self) -> SafeString:
         return format_html('<th><span class="visually-hidden">{}</span></th>', self.header)
@@ -286,7 +301,7 @@ class Table(metaclass=_Declared):
 
     base_columns: ClassVar[dict[str, Column]]
     css_class: ClassVar[str] = "list"
-    empty_text: ClassVar[str] = "Nothing matches."
+    empty_text: ClassVar[str] = gettext_lazy("Nothing matches.")
     # The model fields the table reads: lists load only these (``.only()``).
     fields: ClassVar[tuple[str, ...]] = ()
 

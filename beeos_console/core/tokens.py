@@ -10,6 +10,7 @@ from typing import Any
 from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 
@@ -69,26 +70,31 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
         if not header or header[0].lower().decode() not in self.keywords:
             return None
         if len(header) != 2:
-            raise exceptions.AuthenticationFailed("Authorization header must be 'Bearer <token>'.")
+            raise exceptions.AuthenticationFailed(
+                gettext("Authorization header must be 'Bearer <token>'.")
+            )
         try:
             key = header[1].decode()
         except UnicodeError as exc:
-            raise exceptions.AuthenticationFailed("Token is not valid text.") from exc
+            raise exceptions.AuthenticationFailed(gettext("Token is not valid text.")) from exc
         token = (
             ApiToken.objects.select_related("user")
             .filter(key_hash=hash_key(key), revoked_at__isnull=True)
             .first()
         )
         if token is None or not token.user.is_active:
-            raise exceptions.AuthenticationFailed("Unknown or revoked API token.")
+            raise exceptions.AuthenticationFailed(gettext("Unknown or revoked API token."))
         if token.expires_at <= timezone.now():
             raise exceptions.AuthenticationFailed(
                 {
-                    "detail": (
-                        f"API token {token.prefix}… expired at "
-                        f"{token.expires_at.isoformat(timespec='seconds')}; "
+                    "detail": gettext(
+                        "API token %(prefix)s… expired at %(expired_at)s; "
                         "ask an admin for a new one."
-                    ),
+                    )
+                    % {
+                        "prefix": token.prefix,
+                        "expired_at": token.expires_at.isoformat(timespec="seconds"),
+                    },
                     "code": "token_expired",
                     "expired_at": token.expires_at.isoformat(timespec="seconds"),
                 }

@@ -7,9 +7,11 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from beeos_console.cancels.selectors import open_uncertain_cancels
 from beeos_console.mirror import counters
+from beeos_console.mirror.i18n import status_label
 from beeos_console.mirror.states import DISPLAY_STATUSES, STATUS_COLOURS
 from operations.models import RuntimeOperation
 from tasks.models import Task
@@ -151,7 +153,11 @@ def hourly_chart(
                 continue
             h = CHART_HEIGHT * n / peak
             y -= h
-            label = f"{hour:%H:00} UTC: {n} {key}"
+            label = gettext("%(hour)s UTC: %(count)s %(status)s") % {
+                "hour": f"{hour:%H:00}",
+                "count": n,
+                "status": status_label(key),
+            }
             chart.bars.append(
                 Bar(i * slot + 1, y, h, colours.get(key, "grey"), label, *patterns[key])
             )
@@ -227,7 +233,7 @@ def dashboard_context() -> dict:
         ),
         "attention_counts": series_totals(raw_day),
         "task_chart": hourly_chart(
-            "Tasks created per hour, by product status",
+            gettext("Tasks created per hour, by product status"),
             task_day,
             DISPLAY_STATUSES,
             task_colours,
@@ -235,7 +241,7 @@ def dashboard_context() -> dict:
             slug="tasks",
         ),
         "attention_chart": hourly_chart(
-            "Operations needing attention, per hour created",
+            gettext("Operations needing attention, per hour created"),
             raw_day,
             (*ATTENTION_STATUSES, "projection_pending"),
             ATTENTION_COLOURS,

@@ -8,6 +8,8 @@ from typing import Any
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from beeos_console.core.tables import AgeColumn, CodeColumn, Column, Table, age
 from beeos_console.mirror.columns import IdColumn, RawColumn, StatusColumn, short_id, url_for
@@ -17,10 +19,10 @@ class TaskCountTable(Table):
     """Tasks by product status: rows of ``(status, last 24 h, all)``, each count a filtered list."""
 
     css_class = "counts"
-    empty_text = "No tasks mirrored yet."
-    status = StatusColumn("Status", accessor="0")
-    day = Column("Last 24 h", accessor="", render="render_day")
-    total = Column("All", accessor="", render="render_total")
+    empty_text = _("No tasks mirrored yet.")
+    status = StatusColumn(_("Status"), accessor="0")
+    day = Column(_("Last 24 h"), accessor="", render="render_day")
+    total = Column(_("All"), accessor="", render="render_total")
 
     def __init__(self, rows: Any, *, now: dt.datetime, window_query: str) -> None:
         super().__init__(rows, now=now)
@@ -46,7 +48,7 @@ class TaskCountTable(Table):
 class OperationCountTable(TaskCountTable):
     """Operations by display status, each count a filtered list."""
 
-    empty_text = "No runtime operations mirrored yet."
+    empty_text = _("No runtime operations mirrored yet.")
 
     def __init__(self, rows: Any, *, now: dt.datetime, window_query: str) -> None:
         super().__init__(rows, now=now, window_query=window_query)
@@ -54,13 +56,13 @@ class OperationCountTable(TaskCountTable):
 
 
 class StuckTaskTable(Table):
-    empty_text = "Nothing stuck."
-    task_id = IdColumn("Task", url="tasks:detail", length=36, query="protocol_query")
-    status = StatusColumn("Status")
-    raw_state = RawColumn("Raw state")
-    protocol = Column("Protocol", render="render_protocol")
-    agent_id = CodeColumn("Agent", length=20)
-    updated_at = AgeColumn("Last change")
+    empty_text = _("Nothing stuck.")
+    task_id = IdColumn(_("Task"), url="tasks:detail", length=36, query="protocol_query")
+    status = StatusColumn(_("Status"))
+    raw_state = RawColumn(_("Raw state"))
+    protocol = Column(_("Protocol"), render="render_protocol")
+    agent_id = CodeColumn(_("Agent"), length=20)
+    updated_at = AgeColumn(_("Last change"))
 
     def protocol_query(self, task: Any) -> str:
         return f"?protocol={task.protocol}"
@@ -70,32 +72,32 @@ class StuckTaskTable(Table):
 
 
 class CancelledTaskTable(StuckTaskTable):
-    empty_text = "No cancellations yet."
-    updated_at = AgeColumn("When")
+    empty_text = _("No cancellations yet.")
+    updated_at = AgeColumn(_("When"))
 
     def __init__(self, rows: Any) -> None:
         super().__init__(rows, exclude=("status",))
 
 
 class AttentionTable(Table):
-    empty_text = "Nothing needs attention."
-    operation_id = IdColumn("Operation", url="operations:detail", length=30)
-    raw_status = RawColumn("Raw status")
+    empty_text = _("Nothing needs attention.")
+    operation_id = IdColumn(_("Operation"), url="operations:detail", length=30)
+    raw_status = RawColumn(_("Raw status"))
     effect_state = RawColumn("effectState")
-    projection_state = RawColumn("Projection")
-    error_code = RawColumn("Error code")
-    method = CodeColumn("Method")
-    updated_at = AgeColumn("Updated")
+    projection_state = RawColumn(_("Projection"))
+    error_code = RawColumn(_("Error code"))
+    method = CodeColumn(_("Method"))
+    updated_at = AgeColumn(_("Updated"))
 
 
 class UncertainCancelTable(Table):
-    empty_text = "No uncertain cancels open."
-    object_id = Column("Object", render="render_object")
-    object_kind = Column("Kind", render="render_kind")
-    requested_by = Column("By", empty="")
-    finished_at = AgeColumn("Uncertain since")
-    checks = Column("Re-reads", css_class="num")
-    next_check_at = Column("Next re-read", render="render_next")
+    empty_text = _("No uncertain cancels open.")
+    object_id = Column(_("Object"), render="render_object")
+    object_kind = Column(_("Kind"), render="render_kind")
+    requested_by = Column(_("By"), empty="")
+    finished_at = AgeColumn(_("Uncertain since"))
+    checks = Column(_("Re-reads"), css_class="num")
+    next_check_at = Column(_("Next re-read"), render="render_next")
 
     def render_object(self, value: str, c: Any) -> SafeString:
         if c.object_kind == "task":
@@ -112,7 +114,10 @@ class UncertainCancelTable(Table):
     def render_next(self, value: Any, c: Any) -> SafeString:
         if c.gave_up_at:
             return format_html(
-                "<strong>gave up</strong> {} — check by hand, do not replay", age(c.gave_up_at)
+                "<strong>{}</strong> {} — {}",
+                gettext("gave up"),
+                age(c.gave_up_at),
+                gettext("check by hand, do not replay"),
             )
         if value:
             return age(value)

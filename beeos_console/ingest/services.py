@@ -17,6 +17,7 @@ import logging
 from typing import Any
 
 from django.db import DatabaseError, transaction
+from django.utils.translation import gettext
 
 from beeos_console.auditlog.services import Actor
 from beeos_console.mirror import registry
@@ -34,13 +35,18 @@ def record_kinds() -> list[str]:
 def read_envelope(record: Any) -> tuple[Any, dict[str, list[str]] | None]:
     """A record's ``kind`` and what is wrong with its ``kind``/``data`` wrapper, if anything."""
     if not isinstance(record, dict):
-        return None, {"record": ["must be an object with kind and data"]}
+        return None, {"record": [gettext("must be an object with kind and data")]}
     kind = record.get("kind")
     if not isinstance(kind, str) or kind not in registry.record_kinds():
         kinds = ", ".join(record_kinds())
-        return kind, {"kind": [f"unknown kind {kind!r}; expected one of {kinds}"]}
+        return kind, {
+            "kind": [
+                gettext("unknown kind %(kind)s; expected one of %(kinds)s")
+                % {"kind": repr(kind), "kinds": kinds}
+            ]
+        }
     if "data" not in record:
-        return kind, {"data": ["is required"]}
+        return kind, {"data": [gettext("is required")]}
     return kind, None
 
 

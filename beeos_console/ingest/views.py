@@ -10,6 +10,7 @@ import logging
 from typing import Any
 
 from django.conf import settings
+from django.utils.translation import gettext
 from drf_spectacular.utils import OpenApiExample, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.parsers import BaseParser
@@ -97,28 +98,37 @@ class IngestView(APIView):
         max_bytes = settings.INGEST_MAX_BYTES
         length = request.META.get("CONTENT_LENGTH") or "0"
         if length.isdigit() and int(length) > max_bytes:
-            return _too_large(f"The body is {length} bytes; at most {max_bytes} are accepted.")
+            return _too_large(_body_too_large(length, max_bytes))
         body = request.data if isinstance(request.data, bytes) else b""
         if len(body) > max_bytes:
-            return _too_large(f"The body is {len(body)} bytes; at most {max_bytes} are accepted.")
+            return _too_large(_body_too_large(len(body), max_bytes))
         try:
             payload = jsonbody.loads(body or b"null")
         except jsonbody.BadJSON as exc:
             return Response(
-                {"detail": f"Malformed JSON: {exc}"}, status=status.HTTP_400_BAD_REQUEST
+                {"detail": gettext("Malformed JSON: %(error)s") % {"error": exc}},
+                status=status.HTTP_400_BAD_REQUEST,
             )
         records = payload.get("records") if isinstance(payload, dict) else None
         if not isinstance(records, list):
             return Response(
-                {"detail": 'Send {"records": [{"kind": ..., "data": {...}}, ...]}.'},
+                {"detail": gettext('Send {"records": [{"kind": ..., "data": {...}}, ...]}.')},
                 status=status.HTTP_400_BAD_REQUEST,
             )
         if len(records) > settings.INGEST_MAX_RECORDS:
             return _too_large(
-                f"{len(records)} records; at most {settings.INGEST_MAX_RECORDS} per call."
+                gettext("%(count)s records; at most %(max)s per call.")
+                % {"count": len(records), "max": settings.INGEST_MAX_RECORDS}
             )
         actor = Actor.feeder(request.user.get_username())
         return Response({"results": ingest_records(records, actor)})
+
+
+def _body_too_large(length: object, max_bytes: int) -> str:
+    return gettext("The body is %(length)s bytes; at most %(max)s are accepted.") % {
+        "length": length,
+        "max": max_bytes,
+    }
 
 
 def _too_large(detail: str) -> Response:

@@ -35,7 +35,7 @@ from django.db.models.expressions import RawSQL
 from beeos_console.auditlog import services as auditlog
 from beeos_console.auditlog.models import AuditEntry
 from beeos_console.auditlog.services import Actor
-from beeos_console.mirror import counters
+from beeos_console.mirror import agent_counters, counters
 from beeos_console.mirror.edge import IngestResult, Outcome
 
 K = TypeVar("K")
@@ -73,6 +73,7 @@ class Batch:
         self.actor = actor
         self.results: dict[int, IngestResult] = {}
         self.deltas: Counter[counters.CounterKey] = Counter()
+        self.agents = agent_counters.AgentTally()  # per-agent counters of task writes
         self._audit: list[tuple[int, int, dict[str, Any]]] = []
 
     def answer(self, index: int, result: IngestResult) -> None:
@@ -125,9 +126,10 @@ class Batch:
             self._audit.append((index, len(self._audit), change))
 
     def flush(self) -> None:
-        """Counters and audit entries, one statement each."""
+        """Counters (status, per agent) and audit entries, one statement each."""
         counters.bump_many(self.deltas)
         self.deltas.clear()
+        self.agents.flush()
         entries = [auditlog.entry(self.actor, **change) for _, _, change in sorted(self._audit)]
         write_rows(AuditEntry, entries)
         self._audit.clear()

@@ -26,16 +26,19 @@ from beeos_console.core.tables import (
     short_age,
     truncate,
 )
+from beeos_console.mirror.i18n import status_label
 from beeos_console.mirror.states import STATUS_COLOURS
 
 __all__ = [
     "AgeColumn",
+    "AgentColumn",
     "FilterLinkColumn",
     "IdColumn",
     "RawColumn",
     "StatusColumn",
     "UrlFor",
     "age",
+    "agent_link",
     "badge",
     "middle",
     "raw",
@@ -47,9 +50,15 @@ __all__ = [
 
 
 def badge(status: str) -> SafeString:
-    """Text plus colour, never colour alone; unknown values still render."""
+    """Text plus colour, never colour alone; unknown values still render (as they are).
+
+    The text is the status's label in the reader's language; the stored value stays
+    the English code (filters, the API, the CSV export).
+    """
     colour = STATUS_COLOURS.get(status, "purple")
-    return format_html('<span class="badge badge-{}">{}</span>', colour, status or "—")
+    return format_html(
+        '<span class="badge badge-{}">{}</span>', colour, status_label(status) or "—"
+    )
 
 
 # The audit log (a lower layer) draws before/after statuses with the same badge.
@@ -149,6 +158,51 @@ class FilterLinkColumn(Column):
             '<a href="?{}={}" title="{}"><code>{}</code></a>',
             self.param,
             quote(value, safe="/"),
-            self.title.format(value=value),
+            str(self.title).format(value=value),
             truncate(value, self.length),
+        )
+
+
+# Every agent id the console shows links to its agent page (``agents:detail``): the one
+# rule, for tables (``AgentColumn``), templates (``{% agent_link %}``) and Python.
+AGENT_URL = "agents:detail"
+
+
+def agent_link(agent_id: str, length: int = 24, href: str | None = None) -> SafeString:
+    """An agent id, shortened in the middle, linked to its agent page ("—" when empty)."""
+    if not agent_id:
+        return format_html('<span class="muted">{}</span>', "—")
+    href = href or ObjectUrl(AGENT_URL)(agent_id)
+    return format_html(
+        '<a class="agent-link" href="{}" title="{}"><code>{}</code></a>',
+        href,
+        agent_id,
+        middle(agent_id, length),
+    )
+
+
+class AgentColumn(Column):
+    """An agent id linked to its agent page; with ``param``, a "only this agent" filter
+    link of the current list beside it."""
+
+    cache = True
+
+    def __init__(
+        self, *args: Any, length: int, param: str = "", title: str = "", **kwargs: Any
+    ) -> None:
+        self.length, self.param, self.title = length, param, title
+        super().__init__(*args, **kwargs)
+
+    def render(self, value: Any, row: Any, table: Table) -> SafeString:
+        link = agent_link(value, self.length, url_for(table, AGENT_URL)(value) if value else None)
+        if not value or not self.param:
+            return link
+        return format_html(
+            '{} <a class="filter-link small" href="?{}={}" title="{}" aria-label="{}">{}</a>',
+            link,
+            self.param,
+            quote(value, safe="/"),
+            self.title,
+            self.title,
+            "⊆",
         )

@@ -20,6 +20,7 @@ from typing import Any
 
 from django.conf import settings
 from django.utils.dateparse import parse_datetime
+from django.utils.translation import gettext, gettext_lazy
 
 ID_MAX = 256
 # Free text: a message body, a part's text, an error message, a cancel reason.
@@ -47,11 +48,11 @@ def id_problem(value: str) -> str | None:
     those, so a link could reach another object's URL).
     """
     if _CONTROL.search(value):
-        return "contains a control character (a line break, a tab…); ids cannot"
+        return gettext("contains a control character (a line break, a tab…); ids cannot")
     if _DECEPTIVE.search(value):
-        return "contains a bidi-override or zero-width character; ids cannot"
+        return gettext("contains a bidi-override or zero-width character; ids cannot")
     if any(segment in (".", "..") for segment in value.split("/")):
-        return "contains a '.' or '..' path segment; ids cannot"
+        return gettext("contains a '.' or '..' path segment; ids cannot")
     return None
 
 
@@ -89,7 +90,7 @@ class Reader:
 
     def __post_init__(self) -> None:
         if not isinstance(self.data, dict):
-            self.fail("", "must be a JSON object")
+            self.fail("", gettext("must be a JSON object"))
             self.data = {}
         elif not self.prefix:
             # A whole wire object: every value in it, however deep, is checked
@@ -110,7 +111,7 @@ class Reader:
         value = self.data.get(key)
         if value is None:
             if required:
-                self.fail(key, "is required")
+                self.fail(key, gettext("is required"))
             return None
         reader = Reader(value, prefix=f"{self.prefix}{key}.", errors=self.errors)
         return reader
@@ -119,18 +120,20 @@ class Reader:
         value = self.data.get(key)
         if value is None:
             if required:
-                self.fail(key, "is required")
+                self.fail(key, gettext("is required"))
             return ""
         if not isinstance(value, str):
-            self.fail(key, f"must be a string, not {type(value).__name__}")
+            self.fail(
+                key, gettext("must be a string, not %(type)s") % {"type": type(value).__name__}
+            )
             return ""
         if required and not value.strip():
-            self.fail(key, "must not be empty")
+            self.fail(key, gettext("must not be empty"))
         if len(value) > max_length:
             self.fail(key, _too_long(len(value), max_length))
             return ""
         if _UNSTORABLE.search(value):
-            self.fail(key, _UNSTORABLE_MESSAGE)
+            self.fail(key, str(_UNSTORABLE_MESSAGE))
             return ""
         return value
 
@@ -150,17 +153,19 @@ class Reader:
         value = self.data.get(key)
         if value is None or value == "":
             if required:
-                self.fail(key, "is required")
+                self.fail(key, gettext("is required"))
             return None
         if not isinstance(value, str):
-            self.fail(key, "must be an RFC 3339 timestamp string")
+            self.fail(key, gettext("must be an RFC 3339 timestamp string"))
             return None
         try:
             parsed = parse_datetime(value)
         except ValueError:
             parsed = None
         if parsed is None:
-            self.fail(key, f"{value[:40]!r} is not an RFC 3339 timestamp")
+            self.fail(
+                key, gettext("%(value)s is not an RFC 3339 timestamp") % {"value": repr(value[:40])}
+            )
             return None
         if parsed.tzinfo is None:
             parsed = parsed.replace(tzinfo=dt.UTC)
@@ -168,7 +173,7 @@ class Reader:
             # Stored in UTC: PostgreSQL refuses some offsets Python accepts.
             return parsed.astimezone(dt.UTC)
         except OverflowError:
-            self.fail(key, f"{value[:40]!r} is out of range")
+            self.fail(key, gettext("%(value)s is out of range") % {"value": repr(value[:40])})
             return None
 
     def decimal_string(self, key: str, *, required: bool = False) -> Decimal | None:
@@ -176,12 +181,12 @@ class Reader:
         value = self.data.get(key)
         if value is None:
             if required:
-                self.fail(key, "is required")
+                self.fail(key, gettext("is required"))
             return None
         if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
             value = str(value)
         if not isinstance(value, str) or not _DECIMAL_STRING.fullmatch(value):
-            self.fail(key, 'must be an unsigned decimal string such as "42"')
+            self.fail(key, gettext('must be an unsigned decimal string such as "42"'))
             return None
         return Decimal(value)
 
@@ -189,10 +194,10 @@ class Reader:
         value = self.data.get(key)
         if value is None:
             if required:
-                self.fail(key, "is required")
+                self.fail(key, gettext("is required"))
             return False
         if not isinstance(value, bool):
-            self.fail(key, "must be true or false")
+            self.fail(key, gettext("must be true or false"))
             return False
         return value
 
@@ -201,7 +206,7 @@ class Reader:
         if value is None:
             return {}
         if not isinstance(value, dict):
-            self.fail(key, "must be a JSON object")
+            self.fail(key, gettext("must be a JSON object"))
             return {}
         return value
 
@@ -210,7 +215,7 @@ class Reader:
         if value is None:
             return []
         if not isinstance(value, list):
-            self.fail(key, "must be a JSON array")
+            self.fail(key, gettext("must be a JSON array"))
             return []
         return value
 
@@ -248,7 +253,7 @@ def stored_json(checked: Any) -> Any:
     return json.loads(json.dumps(checked, default=str))
 
 
-_UNSTORABLE_MESSAGE = (
+_UNSTORABLE_MESSAGE = gettext_lazy(
     "contains a NUL character (\\u0000) or an unpaired surrogate (\\ud800-\\udfff), "
     "which cannot be stored"
 )
@@ -286,7 +291,10 @@ def string_limit(key: str | None) -> int:
 
 
 def _too_long(length: int, limit: int) -> str:
-    return f"is {length} characters long; at most {limit} are allowed"
+    return gettext("is %(length)s characters long; at most %(limit)s are allowed") % {
+        "length": length,
+        "limit": limit,
+    }
 
 
 def payload_problems(payload: Any) -> dict[str, list[str]]:
@@ -311,16 +319,24 @@ def payload_problems(payload: Any) -> dict[str, list[str]]:
             if len(value) > limit:
                 problem(path, _too_long(len(value), limit))
             elif _UNSTORABLE.search(value):
-                problem(path, _UNSTORABLE_MESSAGE)
+                problem(path, str(_UNSTORABLE_MESSAGE))
         elif isinstance(value, float):
             if not math.isfinite(value):
-                problem(path, "is not a finite number (out of range), which cannot be stored")
+                problem(
+                    path, gettext("is not a finite number (out of range), which cannot be stored")
+                )
         elif isinstance(value, dict | list):
             if depth >= DEPTH_MAX:
-                problem(path, f"nests more than {DEPTH_MAX} levels deep")
+                problem(
+                    path, gettext("nests more than %(depth)s levels deep") % {"depth": DEPTH_MAX}
+                )
                 return
             if len(value) > ITEMS_MAX:
-                problem(path, f"has {len(value)} items; at most {ITEMS_MAX} are allowed")
+                problem(
+                    path,
+                    gettext("has %(items)s items; at most %(max)s are allowed")
+                    % {"items": len(value), "max": ITEMS_MAX},
+                )
                 return
             if isinstance(value, list):
                 for index, item in enumerate(value):
@@ -329,15 +345,24 @@ def payload_problems(payload: Any) -> dict[str, list[str]]:
             for name, item in value.items():
                 name = str(name)
                 if len(name) > KEY_MAX:
-                    problem(path, f"has a key {len(name)} characters long; at most {KEY_MAX}")
+                    problem(
+                        path,
+                        gettext("has a key %(length)s characters long; at most %(max)s")
+                        % {"length": len(name), "max": KEY_MAX},
+                    )
                 elif _UNSTORABLE.search(name):
-                    problem(path, f"has a key that {_UNSTORABLE_MESSAGE}")
+                    problem(
+                        path,
+                        gettext("has a key that %(problem)s") % {"problem": _UNSTORABLE_MESSAGE},
+                    )
                 else:
                     walk(item, f"{path}.{name}" if path else name, name, depth + 1)
 
     walk(payload, "", None, 0)
     if found > PROBLEMS_MAX:
-        problems.setdefault("data", []).append(f"… and {found - PROBLEMS_MAX} more problems")
+        problems.setdefault("data", []).append(
+            gettext("… and %(count)s more problems") % {"count": found - PROBLEMS_MAX}
+        )
     return problems
 
 
@@ -360,10 +385,10 @@ def clock_note(stamp: Any, *, now: dt.datetime | None = None) -> str:
     """The producer note a stored snapshot gets when it is stamped in the future, or ""."""
     if not is_future(stamp, now=now):
         return ""
-    return (
-        f"stamped in the future (clock skew): updatedAt {stamp.isoformat()} is more than "
-        f"{int(max_clock_skew().total_seconds())} s ahead; stored, ordered as now + skew"
-    )
+    return gettext(
+        "stamped in the future (clock skew): updatedAt %(stamp)s is more than "
+        "%(skew)s s ahead; stored, ordered as now + skew"
+    ) % {"stamp": stamp.isoformat(), "skew": int(max_clock_skew().total_seconds())}
 
 
 def is_older(incoming: Any, stored: Any, *, now: dt.datetime | None = None) -> bool:

@@ -8,6 +8,7 @@ from typing import Any
 import django_filters
 from django.db.models import QuerySet
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from beeos_console.core.filtersets import (
     AnyValueMultipleFilter,
@@ -46,7 +47,7 @@ class StuckFilter(django_filters.NumberFilter):
         self.status_field = status_field
         kwargs.setdefault("min_value", 1)
         kwargs.setdefault("max_value", MAX_STUCK_MINUTES)
-        kwargs.setdefault("label", "Stuck for more than (minutes)")
+        kwargs.setdefault("label", _("Stuck for more than (minutes)"))
         super().__init__(*args, **kwargs)
 
     def filter(self, qs: QuerySet, value: Any) -> QuerySet:
@@ -63,7 +64,7 @@ class StuckFilter(django_filters.NumberFilter):
 # upstream change first (ascending keyset pages on ``updated_at``).
 STUCK_SORT = "stuck"
 STUCK_SORT_FIELD = "updated_at"
-STUCK_SORT_NOTE = (
+STUCK_SORT_NOTE = _(
     "Longest stuck first: only queued and processing work, oldest last upstream change first."
 )
 
@@ -72,24 +73,24 @@ class MirrorFilterSet(ConsoleFilterSet):
     """What every mirrored list filters on: projection, error, time, stuck (data filters only)."""
 
     status = django_filters.MultipleChoiceFilter(
-        choices=[(v, v) for v in DISPLAY_STATUSES], label="Product status"
+        choices=[(v, v) for v in DISPLAY_STATUSES], label=_("Product status")
     )
     outcome_certainty = django_filters.MultipleChoiceFilter(
-        choices=[(v, v) for v in OUTCOME_CERTAINTIES], label="Outcome certainty"
+        choices=[(v, v) for v in OUTCOME_CERTAINTIES], label=_("Outcome certainty")
     )
     retry_policy = django_filters.MultipleChoiceFilter(
-        choices=[(v, v) for v in RETRY_POLICIES], label="Retry policy"
+        choices=[(v, v) for v in RETRY_POLICIES], label=_("Retry policy")
     )
     # Any value is searchable; the panels suggest each kind's codes (``forms.py``).
-    error_code = AnyValueMultipleFilter(label="Error code")
+    error_code = AnyValueMultipleFilter(label=_("Error code"))
     # Set by the sync when BeeOS answered 404 for the object (partial index).
-    upstream_missing = IsSetFilter(field_name="upstream_missing_at", label="Not found upstream")
+    upstream_missing = IsSetFilter(field_name="upstream_missing_at", label=_("Not found upstream"))
     created_within = CreatedWithinFilter()
     created_after = UtcDateTimeFilter(
-        field_name="created_at", lookup_expr="gte", label="Created from"
+        field_name="created_at", lookup_expr="gte", label=_("Created from")
     )
     created_before = UtcDateTimeFilter(
-        field_name="created_at", lookup_expr="lt", label="Created before"
+        field_name="created_at", lookup_expr="lt", label=_("Created before")
     )
     stuck = StuckFilter(field_name="updated_at")
 

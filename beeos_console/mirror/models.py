@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 
 # Every console table keeps the historical app label "console" (its migrations
@@ -58,3 +59,48 @@ class StatusCount(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.status} @ {self.hour:%Y-%m-%d %H:00}: {self.count}"
+
+
+class AgentCount(models.Model):
+    """Maintained counters per agent: tasks per (agent, role, display status).
+
+    ``role`` is how the agent appears on a task: ``agent`` (``Task.agent_id``),
+    ``caller`` (``caller_agent_id``) or ``target`` (``target_agent_id``). One more
+    row per agent, role and status empty, counts the tasks it appears on in any role
+    and is the agents list's row (``last_activity``: its newest task change, upstream
+    time). Written by the task services in the same transaction as the task
+    (``mirror.agent_counters``); ``manage.py rebuild_counters`` recomputes them.
+    """
+
+    agent_id = models.CharField(max_length=256)
+    role = models.CharField(max_length=8)
+    status = models.CharField(max_length=32)
+    count = models.BigIntegerField(default=0)
+    last_activity = models.DateTimeField(null=True)
+
+    class Meta:
+        app_label = "console"
+        constraints = [
+            models.UniqueConstraint(fields=["agent_id", "role", "status"], name="agentcount_uniq"),
+        ]
+        indexes = [
+            # The agents list: one row per agent, most recently active first, or by id.
+            models.Index(
+                fields=["-last_activity", "-id"],
+                name="agentcount_active_idx",
+                condition=models.Q(role=""),
+            ),
+            models.Index(
+                fields=["agent_id", "id"], name="agentcount_agent_idx", condition=models.Q(role="")
+            ),
+            # "Id contains" on the list.
+            GinIndex(
+                fields=["agent_id"],
+                name="agentcount_agent_trgm_idx",
+                opclasses=["gin_trgm_ops"],
+                condition=models.Q(role=""),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.agent_id} {self.role or 'any'} {self.status or 'all'}: {self.count}"

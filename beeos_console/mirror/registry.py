@@ -37,12 +37,22 @@ class MirroredKind:
     cancel_fields: Sequence[str] = ()
     # Maintained status counters (``mirror.counters``): counter name -> counted column.
     counters: Mapping[str, str] = field(default_factory=dict)
+    # Counted per agent too (``mirror.agent_counters``: the row names agents, as tasks do).
+    agent_counted: bool = False
     # How a list selection names one row: "protocol:id" for tasks, the id elsewhere.
     pick_key: Callable[[Any], str] = field(default=lambda obj: "")
+    # "%(count)s tasks" in the reader's language: an ``ngettext_lazy(…, "count")``.
+    counted: Any = None
 
     @property
     def noun(self) -> str:
         return self.plural or f"{self.name}s"
+
+    def count_words(self, count: int) -> str:
+        """``count`` rows of this kind in words, e.g. "3 tasks" (translated when declared)."""
+        if self.counted is None:
+            return f"{count} {self.name if count == 1 else self.noun}"
+        return self.counted % {"count": count}
 
     def object_id(self, obj: Any) -> str:
         return getattr(obj, self.id_field)

@@ -60,12 +60,6 @@ STATUS_COLOURS: Final = {
     UNMAPPED: "purple",
 }
 
-_WORDS: Final = {
-    RETRY_NONE: "no retry",
-    SAFE_TO_RETRY: "safe to retry",
-    MANUAL_REVIEW: "manual review",
-}
-
 
 @dataclass(frozen=True, slots=True)
 class Projection:
@@ -98,12 +92,15 @@ class Projection:
         }
 
     def describe(self) -> str:
-        """The outcome in words, e.g. ``failed · timeout · uncertain · manual review``."""
+        """The outcome as symbols, e.g. ``failed · timeout · uncertain · manual_review``.
+
+        Stored codes only (never translated): the rule syntax admins read beside the
+        plain-words sentences, which ``words.py`` says in the reader's language."""
         parts = [self.status]
         if self.reason:
             parts.append(self.reason)
         parts.append(self.outcome_certainty)
-        parts.append(_WORDS.get(self.retry_policy, self.retry_policy))
+        parts.append(self.retry_policy)
         return " · ".join(parts)
 
 

@@ -11,10 +11,13 @@ import datetime as dt
 from typing import Any
 
 from django.db import transaction
+from django.utils.translation import gettext
 
 from beeos_console.auditlog.services import Actor
 from beeos_console.cancels.engine import CancelOutcome, CancelTarget, Refusal, request_cancel
 from beeos_console.cancels.gateways import Gateway, GatewayAnswer
+from beeos_console.mirror.i18n import translated
+from beeos_console.mirror.said import gettext_noop
 from operations import states
 from operations.models import RuntimeOperation
 
@@ -60,12 +63,19 @@ def _write_local_cancel(
 
 
 def cancel_refusal(op: RuntimeOperation) -> Refusal | None:
-    """Why this operation may not be cancelled now; None when it may (its status decides)."""
+    """Why this operation may not be cancelled now; None when it may (its status decides).
+
+    The words in the reader's language; the summary stays English (see ``tasks``).
+    """
     reason = states.cancel_refusal_reason(op.raw_status)
     if reason is None:
         return None
     code, words, summary = reason
-    return Refusal(f"{words} No call was made.", code=code, summary=summary)
+    return Refusal(
+        gettext("%(why)s No call was made.") % {"why": translated(words)},
+        code=code,
+        summary=summary,
+    )
 
 
 class OperationCancelTarget(CancelTarget):
@@ -84,12 +94,18 @@ class OperationCancelTarget(CancelTarget):
 
     def already_requested(self, obj: RuntimeOperation) -> Refusal | None:
         if obj.has_cancel_request:
-            when = obj.cancel_requested_at.isoformat() if obj.cancel_requested_at else "earlier"
+            when = (
+                obj.cancel_requested_at.isoformat()
+                if obj.cancel_requested_at
+                else gettext("earlier")
+            )
             return Refusal(
-                f"Already cancel-requested by {obj.cancel_requested_by or 'someone'} ({when}). "
-                "No second request was sent.",
+                gettext(
+                    "Already cancel-requested by %(who)s (%(when)s). No second request was sent."
+                )
+                % {"who": obj.cancel_requested_by or gettext("someone"), "when": when},
                 code="already_requested",
-                summary="already cancel-requested",
+                summary=gettext_noop("already cancel-requested"),
             )
         return None
 

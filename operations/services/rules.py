@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils.translation import gettext
+
 from beeos_console.mirror.edge import Outcome, clock_note, is_older
 from beeos_console.mirror.states import Projection
 from operations import states
@@ -61,9 +63,9 @@ def decide_operation(
     if fields["sequence"] < op.sequence or (
         fields["sequence"] == op.sequence and is_older(fields["updated_at"], op.updated_at)
     ):
-        return Outcome.STALE, "older than the stored snapshot"
+        return Outcome.STALE, gettext("older than the stored snapshot")
     if states.is_terminal(op.raw_status) and not states.is_terminal(fields["raw_status"]):
-        return Outcome.STALE, "a terminal status never goes back"
+        return Outcome.STALE, gettext("a terminal status never goes back")
     return Outcome.UPDATED, clock_note(fields["updated_at"])
 
 
@@ -114,7 +116,7 @@ def decide_event(
         return Outcome.CREATED, ""
     if existing.raw_payload == snapshot.payload:
         return Outcome.UNCHANGED, ""
-    return Outcome.STALE, "events are immutable once stored"
+    return Outcome.STALE, gettext("events are immutable once stored")
 
 
 def new_event(snapshot: EventSnapshot, op: RuntimeOperation | int | None) -> RuntimeOperationEvent:

@@ -2,13 +2,19 @@
 (function () {
   "use strict";
 
+  // Every word this file shows comes translated from the page (base.html, #console-strings).
+  function words(name) {
+    var holder = document.getElementById("console-strings");
+    return (holder && holder.getAttribute("data-" + name)) || name;
+  }
+
   // Copy buttons for ids.
   document.addEventListener("click", function (event) {
     var button = event.target.closest("button[data-copy]");
     if (!button || !navigator.clipboard) return;
     navigator.clipboard.writeText(button.getAttribute("data-copy")).then(function () {
       var label = button.textContent;
-      button.textContent = "Copied";
+      button.textContent = words("copied");
       setTimeout(function () { button.textContent = label; }, 1200);
     });
   });
@@ -103,7 +109,7 @@
     var note = document.querySelector("[data-auto-refresh]");
     if (!note) return;
     var paused = userIsWorking();
-    note.textContent = paused ? "Auto-refresh paused while you work" : note.getAttribute("data-refresh-text");
+    note.textContent = paused ? words("refresh-paused") : note.getAttribute("data-refresh-text");
     note.classList.toggle("paused", paused);
   }
   document.addEventListener("htmx:beforeRequest", function (event) {
@@ -152,13 +158,10 @@
   document.addEventListener("htmx:responseError", function (event) {
     var xhr = event.detail.xhr;
     if (xhr && xhr.status >= 400 && xhr.status < 500) return; // shown by its own fragment
-    failure(event, "The console could not do that (HTTP " + (xhr ? xhr.status : "?") +
-      "). Nothing on this page changed: reload it before trying again.");
+    failure(event, words("http-failed").replace("{status}", xhr ? String(xhr.status) : "?"));
   });
   document.addEventListener("htmx:sendError", function (event) {
-    failure(event, "The console did not answer (the connection failed). Nothing on this " +
-      "page changed: check your connection, reload the page, and look at the item before " +
-      "trying again.");
+    failure(event, words("send-failed"));
   });
 
   // Issue #14, point 9: theme toggle, list keys (j/k/Enter, ?).
@@ -178,8 +181,8 @@
     var dark = currentTheme() === "dark";
     document.querySelectorAll("[data-theme-toggle]").forEach(function (button) {
       button.setAttribute("aria-pressed", dark ? "true" : "false");
-      button.textContent = "Dark mode";
-      button.title = dark ? "Dark mode is on: switch to light" : "Dark mode is off: switch to dark";
+      button.textContent = words("dark-mode");
+      button.title = words(dark ? "dark-on" : "dark-off");
     });
   }
   document.addEventListener("click", function (event) {

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from beeos_console.mirror import counters
+from beeos_console.mirror import agent_counters, counters
 from beeos_console.mirror.batch import (
     Batch,
     in_keys,
@@ -46,6 +46,7 @@ def write_tasks(batch: Batch, items: Sequence[tuple[int, TaskSnapshot]]) -> None
         ["protocol", "task_id"],
     )
     counted_before = {key: (t.status, t.created_at) for key, t in stored.items()}
+    agents_before = {key: agent_counters.state_of(t) for key, t in stored.items()}
     history: dict[str, dict[str, Any]] = {}
     artifacts: dict[tuple[int, str], tuple[Task, dict[str, Any]]] = {}
 
@@ -80,9 +81,11 @@ def write_tasks(batch: Batch, items: Sequence[tuple[int, TaskSnapshot]]) -> None
     upsert_by_pk(Task, tasks.updated_rows, keep=["first_seen_at"])
     for task in new_rows:
         batch.count_create(counters.TASK, task.status, task.created_at)
+        batch.agents.created(task)
     for key in tasks.updated_keys:
         task = tasks.current[key]
         batch.count_change(counters.TASK, counted_before[key], (task.status, task.created_at))
+        batch.agents.changed(agents_before[key], task)
     _refile_early_messages(new_rows)
     _write_children(history, artifacts)
 

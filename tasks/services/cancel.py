@@ -11,11 +11,13 @@ import datetime as dt
 from typing import Any
 
 from django.db import transaction
+from django.utils.translation import gettext, pgettext
 
 from beeos_console.auditlog.services import Actor
 from beeos_console.cancels.engine import CancelOutcome, CancelTarget, Refusal, request_cancel
 from beeos_console.cancels.gateways import Gateway, GatewayAnswer
-from beeos_console.mirror import words
+from beeos_console.mirror import i18n
+from beeos_console.mirror.said import gettext_noop
 from tasks import states
 from tasks.models import Task
 
@@ -62,31 +64,40 @@ def cancel_refusal(task: Task) -> Refusal | None:
 
     The one rule for tasks: the engine, bulk preview, list rows and pages ask it.
     Cancellability follows the status alone, never a producer's failure details.
+    The words are said in the reader's language; the summary stays English (a bulk
+    batch stores it) and is translated where it is shown.
     """
     projection = states.project(task.protocol, task.raw_state)
     if states.is_cancellable(task.protocol, task.raw_state):
         return None
     if projection.is_unmapped:
         return Refusal(
-            f"The task's state {task.raw_state!r} is unmapped: the console cannot tell "
-            "whether a cancel is safe. No call was made.",
+            gettext(
+                "The task's state %(state)s is unmapped: the console cannot tell "
+                "whether a cancel is safe. No call was made."
+            )
+            % {"state": repr(task.raw_state)},
             code="unmapped",
-            summary=f"unmapped state {task.raw_state!r}: cannot tell whether a cancel is safe",
+            summary=gettext_noop(
+                "unmapped state %(state)s: cannot tell whether a cancel is safe",
+                state=repr(task.raw_state),
+            ),
         )
     return Refusal(
-        f"The task has already ended ({ended_words(projection)}). No call was made.",
+        gettext("The task has already ended (%(how)s). No call was made.")
+        % {"how": ended_words(projection)},
         code="ended",
-        summary=f"already {projection.status}",
+        summary=gettext_noop("already %(status)s", status=projection.status),
     )
 
 
 def ended_words(projection: states.Projection) -> str:
     """How a terminal task ended, in words: status, reason, what to do (no rule syntax)."""
-    parts = [projection.status]
+    parts = [i18n.status_label(projection.status)]
     if projection.reason:
-        parts.append(words.reason_words(projection.reason))
-    parts.append(words.retry_words(projection.retry_policy))
-    return "; ".join(parts)
+        parts.append(i18n.reason_words(projection.reason))
+    parts.append(i18n.retry_words(projection.retry_policy))
+    return pgettext("list separator", "; ").join(parts)
 
 
 class TaskCancelTarget(CancelTarget):

@@ -11,6 +11,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from django.utils.translation import gettext
+
 from beeos_console.mirror.edge import Outcome, clock_note, digest, is_older, stored_json
 from beeos_console.mirror.states import PROCESSING, QUEUED, Projection
 from tasks import states
@@ -54,12 +56,12 @@ def decide_task(
     projection = snapshot.projection
     stored = states.project(task.protocol, task.raw_state)
     if not authoritative and is_older(snapshot.updated_at, task.updated_at):
-        return Outcome.STALE, "older than the stored snapshot"
+        return Outcome.STALE, gettext("older than the stored snapshot")
     if stored.is_terminal and not projection.is_terminal:
-        return Outcome.STALE, "a terminal state never goes back"
+        return Outcome.STALE, gettext("a terminal state never goes back")
     same_time = snapshot.updated_at is None or snapshot.updated_at == task.updated_at
     if not authoritative and same_time and _rank(projection) < _rank(stored):
-        return Outcome.STALE, "behind the stored lifecycle"
+        return Outcome.STALE, gettext("behind the stored lifecycle")
     return Outcome.UPDATED, clock_note(snapshot.updated_at)
 
 
@@ -172,7 +174,7 @@ def decide_message(snapshot: MessageSnapshot, message: Message | None) -> tuple[
         return Outcome.UNCHANGED, ""
     stored_updated = message.updated_at or message.created_at
     if is_older(snapshot.updated_at, stored_updated):
-        return Outcome.STALE, "older than stored"
+        return Outcome.STALE, gettext("older than stored")
     if states.is_message_terminal(message.state):
-        return Outcome.STALE, "a terminal envelope is immutable"
+        return Outcome.STALE, gettext("a terminal envelope is immutable")
     return Outcome.UPDATED, clock_note(snapshot.updated_at)

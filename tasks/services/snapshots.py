@@ -13,7 +13,10 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.utils.translation import gettext
+
 from beeos_console.mirror.edge import Reader, digest, stored_json
+from beeos_console.mirror.i18n import translated
 from beeos_console.mirror.states import Projection
 from tasks import states
 
@@ -87,7 +90,7 @@ def _check_producer_details(r: Reader) -> None:
     for name in states.PRODUCER_DETAILS:
         problem = states.producer_detail_error(name, r.data.get(name))
         if problem:
-            r.fail(name, problem)
+            r.fail(name, translated(problem))
 
 
 ERROR_CODE_MAX = 128
@@ -100,7 +103,11 @@ def _code_value(r: Reader, key: str) -> str:
     if isinstance(value, int) and not isinstance(value, bool):
         text = str(value)
         if len(text) > ERROR_CODE_MAX:
-            r.fail(key, f"has {len(text)} digits; at most {ERROR_CODE_MAX} are allowed")
+            r.fail(
+                key,
+                gettext("has %(digits)s digits; at most %(max)s are allowed")
+                % {"digits": len(text), "max": ERROR_CODE_MAX},
+            )
             return ""
         return text
     return r.str(key, max_length=ERROR_CODE_MAX)
@@ -119,7 +126,7 @@ def _openapi_error(r: Reader) -> tuple[str, str]:
         e = Reader(error, prefix=f"{r.prefix}error.", errors=r.errors)
         return e.text("message"), code or _code_value(e, "code")
     if error is not None and not isinstance(error, str):
-        r.fail("error", "must be a string, or an object with a code and a message")
+        r.fail("error", gettext("must be a string, or an object with a code and a message"))
         return "", code
     return r.text("error"), code
 

@@ -15,7 +15,7 @@ from django.db import transaction
 
 from beeos_console.auditlog import services as auditlog
 from beeos_console.auditlog.services import Actor
-from beeos_console.mirror import counters
+from beeos_console.mirror import agent_counters, counters
 from beeos_console.mirror.edge import IngestResult, Outcome
 from tasks.models import Artifact, Message, Task
 
@@ -57,9 +57,11 @@ def write_task(
         if outcome != Outcome.UPDATED:
             return IngestResult(outcome, task.task_id, task, note)
         counted_before = (task.status, task.created_at)
+        agents_before = agent_counters.state_of(task)
         change = apply_task(task, snapshot)
         task.save()
         counters.on_change(counters.TASK, counted_before, (task.status, task.created_at))
+        agent_counters.on_write(agents_before, task)
         _write_a2a_children(task, snapshot)
         if change is not None:
             auditlog.record(actor, **change)
@@ -70,6 +72,7 @@ def _create_task(snapshot: TaskSnapshot, note: str = "") -> IngestResult:
     task = new_task(snapshot)
     task.save(force_insert=True)
     counters.on_create(counters.TASK, task.status, task.created_at)
+    agent_counters.on_write(None, task)
     if task.channel_id:
         # Messages that arrived before their task: file them under it now.
         Message.objects.filter(task__isnull=True, conversation_id=task.channel_id).update(task=task)

@@ -7,9 +7,10 @@ import json
 
 from django import template
 from django.utils.html import format_html
+from django.utils.translation import gettext
 
 from beeos_console.core import links
-from beeos_console.mirror import columns, words
+from beeos_console.mirror import columns, i18n
 
 register = template.Library()
 
@@ -53,8 +54,10 @@ def pretty_json(value: object) -> str:
 def copy_button(value: str) -> str:
     """A button that copies an id (works with JS; the id stays selectable without)."""
     return format_html(
-        '<button type="button" class="copy" data-copy="{}" title="Copy to clipboard">Copy</button>',
+        '<button type="button" class="copy" data-copy="{}" title="{}">{}</button>',
         value,
+        gettext("Copy to clipboard"),
+        gettext("Copy"),
     )
 
 
@@ -82,19 +85,30 @@ def get_item(mapping: dict, key: str) -> object:
     return mapping.get(key) if isinstance(mapping, dict) else None
 
 
-# Plain words for every status (``beeos_console.mirror.words``): detail pages, refusals.
-register.filter("reason_words", words.reason_words)
-register.filter("certainty_words", words.certainty_words)
-register.filter("retry_words", words.retry_words)
-register.filter("error_code_words", words.error_code_words)
+# Plain words for every status (``beeos_console.mirror.words``), in the reader's
+# language (``mirror.i18n``): detail pages, refusals.
+register.filter("reason_words", i18n.reason_words)
+register.filter("certainty_words", i18n.certainty_words)
+register.filter("retry_words", i18n.retry_words)
+register.filter("error_code_words", i18n.error_code_words)
+# Any sentence a pure module said (``mirror.said.Said``), e.g. a refusal: translated.
+register.filter("translated", i18n.translated)
+# A product status's label (the value itself stays the English code).
+register.filter("status_label", i18n.status_label)
 
 
 @register.simple_tag
 def what_to_do(status: str, certainty: str, policy: str) -> str:
-    return words.what_to_do(status, certainty, policy)
+    return i18n.what_to_do(status, certainty, policy)
 
 
 @register.simple_tag
 def short_id(value: str, length: int = 24) -> str:
     """An id that never breaks mid-token: middle ellipsis, full id on hover, copy button."""
     return columns.short_id(value, length)
+
+
+@register.simple_tag
+def agent_link(agent_id: str, length: int = 24) -> str:
+    """``{% agent_link task.caller_agent_id %}``: the agent id linked to its agent page."""
+    return columns.agent_link(agent_id, length)

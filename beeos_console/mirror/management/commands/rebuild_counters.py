@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from beeos_console.mirror import counters, registry
+from beeos_console.mirror import agent_counters, counters, registry
 
 
 class Command(BaseCommand):
@@ -17,3 +17,6 @@ class Command(BaseCommand):
             for counter, column in kind.counters.items():
                 buckets = counters.rebuild(counter, kind.model, column)
                 self.stdout.write(f"{counter}: {buckets} hour buckets")
+            if kind.agent_counted:
+                rows = agent_counters.rebuild(kind.model)
+                self.stdout.write(f"{kind.name} per agent: {rows} counter rows")
