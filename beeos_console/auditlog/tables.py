@@ -23,7 +23,8 @@ class AuditEntryTable(Table):
     object = Column(_("Object"), accessor="", render="render_object")
     before = Column(_("Before"), accessor="", render="render_before")
     after = Column(_("After"), accessor="", render="render_after")
-    reason = Column(_("Reason"))
+    # What the operator typed: their words, never run through the catalogue.
+    reason = Column(_("Reason"), css_class="user-text")
 
     empty_text = _("No audit entries match these filters.")
 

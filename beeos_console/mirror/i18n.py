@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.utils.functional import Promise
-from django.utils.translation import gettext, pgettext_lazy
+from django.utils.translation import gettext, gettext_lazy, pgettext_lazy
 
 from beeos_console.mirror import words
 from beeos_console.mirror.said import Said
@@ -91,3 +91,28 @@ def summary(
     status: str | None, reason: str | None, certainty: str | None, policy: str | None
 ) -> str:
     return translated(words.summary(status, reason, certainty, policy))
+
+
+# Producer notes as the pure modules write them ("letter case", "status: foreign cancel
+# spelling"): stored in the audit report as written, said in the reader's language
+# here. A wire field name before the colon stays as it is.
+NOTE_WORDS = {
+    "surrounding blanks": gettext_lazy("surrounding blanks"),
+    "letter case": gettext_lazy("letter case"),
+    "foreign cancel spelling": gettext_lazy("foreign cancel spelling"),
+}
+
+
+def producer_note_words(note: str | None) -> str:
+    """A producer note in the reader's language (unknown text comes back as it is)."""
+    if not note:
+        return ""
+    return "; ".join(_one_note(part) for part in note.split("; "))
+
+
+def _one_note(note: str) -> str:
+    field, sep, rest = note.rpartition(": ")
+    said = NOTE_WORDS.get(rest if sep else note)
+    if said is None:
+        return note
+    return f"{field}: {said}" if sep else str(said)

@@ -95,6 +95,8 @@ register.filter("error_code_words", i18n.error_code_words)
 register.filter("translated", i18n.translated)
 # A product status's label (the value itself stays the English code).
 register.filter("status_label", i18n.status_label)
+# A projection audit producer note ("letter case", "status: foreign cancel spelling").
+register.filter("producer_note_words", i18n.producer_note_words)
 
 
 @register.simple_tag
