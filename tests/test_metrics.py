@@ -66,7 +66,7 @@ ROOT = Path(__file__).resolve().parent.parent
 ALERTS = ROOT / "bench" / "prometheus-alerts.yml"
 OLGA = Actor("olga-operator")
 # Every scrape runs this many SQL queries, whatever the tables hold (pinned).
-SCRAPE_QUERIES = 8
+SCRAPE_QUERIES = 9
 
 
 @pytest.fixture(autouse=True)
