@@ -212,8 +212,11 @@ def database_url(name: str) -> str:
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory) -> Iterator[Served]:
-    suite_url = database_url(urlsplit(os.environ.get("DATABASE_URL", "")).path.lstrip("/"))
-    name = "test_" + urlsplit(suite_url).path.lstrip("/") + "_serve"
+    suite_name = urlsplit(os.environ.get("DATABASE_URL", "")).path.lstrip("/")
+    # CREATE/DROP DATABASE from the maintenance database: the suite's own database
+    # (DATABASE_URL's name) need not exist, pytest-django uses test_<name>.
+    suite_url = database_url("postgres")
+    name = "test_" + suite_name + "_serve"
     owner_url = database_url(name)
     with psycopg.connect(conninfo_of(suite_url), autocommit=True) as admin:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
