@@ -143,6 +143,11 @@ def test_sigterm_twice_lets_the_running_job_finish(worker, tasks_locked, audit_j
     assert job.state == ProjectionJob.State.FINISHED
 
 
+@pytest.mark.xfail(
+    strict=False,
+    reason="known race, open in #15: under heavy load the second SIGINT can reach "
+    "db_worker's own handler, which keeps running the job instead of returning it",
+)
 def test_a_second_ctrl_c_returns_the_running_job_to_the_queue(worker, tasks_locked, audit_job):
     job, result = audit_job
     worker.process.send_signal(signal.SIGINT)
