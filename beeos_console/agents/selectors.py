@@ -14,13 +14,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.conf import settings
 from django.db import connection
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from beeos_console.mirror.agent_counters import ANY_ROLE, ROLE_COLUMNS
+from beeos_console.mirror.attention import stuck_cutoff, stuck_q
 from beeos_console.mirror.models import AgentCount
 from beeos_console.mirror.states import ACTIVE_PRODUCT_STATUSES, DISPLAY_STATUSES
 from tasks.models import Task
@@ -46,17 +46,9 @@ def agents() -> QuerySet[AgentCount]:
     return AgentCount.objects.filter(role=ANY_ROLE, last_activity__isnull=False)
 
 
-def stuck_minutes() -> int:
-    return settings.CONSOLE_STUCK_AFTER_MINUTES
-
-
-def stuck_cutoff(now: dt.datetime | None = None) -> dt.datetime:
-    return (now or timezone.now()) - dt.timedelta(minutes=settings.CONSOLE_STUCK_AFTER_MINUTES)
-
-
 def stuck_tasks(cutoff: dt.datetime | None = None) -> QuerySet[Task]:
     """Queued or processing tasks with no upstream change since the cutoff (the lists' rule)."""
-    return Task.objects.filter(status__in=ACTIVE, updated_at__lt=cutoff or stuck_cutoff())
+    return Task.objects.filter(stuck_q(cutoff or stuck_cutoff()))
 
 
 def with_stuck_work(qs: QuerySet[AgentCount]) -> QuerySet[AgentCount]:

@@ -19,6 +19,7 @@ from beeos_console.core import roles
 from beeos_console.core.links import ObjectUrl, object_url, query_string
 from beeos_console.core.listing import KeysetListView
 from beeos_console.core.permissions import RoleRequiredMixin, deny, role_required
+from beeos_console.mirror.attention import stuck_minutes
 from beeos_console.mirror.columns import AGENT_URL
 from beeos_console.upstream.clients import UpstreamNotConfigured
 
@@ -113,7 +114,7 @@ def agent_detail(request: HttpRequest, agent_id: str) -> HttpResponse:
                 ("target", "target_agent_id"),
             )
         },
-        "stuck_minutes": selectors.stuck_minutes(),
+        "stuck_minutes": stuck_minutes(),
         "can_refresh": roles.has_role(request.user, roles.OPERATOR),
         "trail": audit_trail(services.AUDIT_KIND, agent_id),
     }

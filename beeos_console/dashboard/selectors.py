@@ -5,12 +5,12 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
-from django.conf import settings
 from django.utils import timezone
 from django.utils.translation import gettext
 
 from beeos_console.cancels.selectors import open_uncertain_cancels
 from beeos_console.mirror import counters
+from beeos_console.mirror.attention import stuck_cutoff, stuck_minutes, stuck_q
 from beeos_console.mirror.i18n import status_label
 from beeos_console.mirror.states import DISPLAY_STATUSES, STATUS_COLOURS
 from operations.models import RuntimeOperation
@@ -166,10 +166,6 @@ def hourly_chart(
     return chart
 
 
-def stuck_cutoff(now: dt.datetime) -> dt.datetime:
-    return now - dt.timedelta(minutes=settings.CONSOLE_STUCK_AFTER_MINUTES)
-
-
 def dashboard_context() -> dict:
     now = timezone.now()
     window = Window.last_day(now)
@@ -189,7 +185,7 @@ def dashboard_context() -> dict:
         "updated_at",
     )
     stuck = list(
-        Task.objects.filter(status__in=("queued", "processing"), updated_at__lt=cutoff)
+        Task.objects.filter(stuck_q(cutoff))
         .order_by("updated_at", "pk")  # as the list's "longest stuck first"
         .only(*task_fields)[: LIST_ROWS + 1]
     )
@@ -225,7 +221,7 @@ def dashboard_context() -> dict:
     uncertain = open_uncertain_cancels(LIST_ROWS + 1)
     return {
         "now": now,
-        "stuck_minutes": settings.CONSOLE_STUCK_AFTER_MINUTES,
+        "stuck_minutes": stuck_minutes(),
         "window": window,
         "task_counts": _count_rows(series_totals(task_day), counters.totals(counters.TASK)),
         "operation_counts": _count_rows(

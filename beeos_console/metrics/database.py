@@ -27,9 +27,10 @@ from django_tasks_db.models import DBTaskResult, get_date_max
 from prometheus_client.metrics_core import Metric
 
 from beeos_console.cancels.models import CancelRequest
-from beeos_console.dashboard.selectors import ATTENTION_STATUSES, stuck_cutoff
+from beeos_console.dashboard.selectors import ATTENTION_STATUSES
 from beeos_console.metrics.sources import count_cap, epoch, gauge, source
 from beeos_console.mirror import counters
+from beeos_console.mirror.attention import stuck_cutoff, stuck_q
 from beeos_console.mirror.models import StatusCount
 from beeos_console.mirror.states import ACTIVE_PRODUCT_STATUSES, DISPLAY_STATUSES
 from beeos_console.projection.audit import FAILING, INFORMATIONAL
@@ -69,12 +70,12 @@ def capped_counts(querysets: Mapping[str, QuerySet]) -> dict[str, int]:
 
 def stuck_tasks(now: dt.datetime) -> QuerySet:
     """The dashboard's "stuck work": queued or processing, no upstream change since the cutoff."""
-    return Task.objects.filter(status__in=ACTIVE, updated_at__lt=stuck_cutoff(now))
+    return Task.objects.filter(stuck_q(stuck_cutoff(now)))
 
 
 def stuck_operations(now: dt.datetime) -> QuerySet:
     """The same rule for runtime operations (the lists' ``?stuck=`` and the detail banner)."""
-    return RuntimeOperation.objects.filter(status__in=ACTIVE, updated_at__lt=stuck_cutoff(now))
+    return RuntimeOperation.objects.filter(stuck_q(stuck_cutoff(now)))
 
 
 def late_projections(now: dt.datetime) -> QuerySet:

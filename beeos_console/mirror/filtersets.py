@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any
 
 import django_filters
 from django.db.models import QuerySet
-from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from beeos_console.core.filtersets import (
@@ -17,6 +15,7 @@ from beeos_console.core.filtersets import (
     IsSetFilter,
     UtcDateTimeFilter,
 )
+from beeos_console.mirror.attention import stuck_cutoff, stuck_q
 from beeos_console.mirror.states import (
     ACTIVE_PRODUCT_STATUSES,
     DISPLAY_STATUSES,
@@ -53,11 +52,8 @@ class StuckFilter(django_filters.NumberFilter):
     def filter(self, qs: QuerySet, value: Any) -> QuerySet:
         if value in (None, ""):
             return qs
-        cutoff = timezone.now() - dt.timedelta(minutes=int(value))
-        return qs.filter(
-            **{f"{self.status_field}__in": sorted(ACTIVE_PRODUCT_STATUSES)},
-            **{f"{self.field_name}__lt": cutoff},
-        )
+        cutoff = stuck_cutoff(minutes=int(value))
+        return qs.filter(stuck_q(cutoff, status_field=self.status_field, field=self.field_name))
 
 
 # ``?sort=stuck``: "longest stuck first" — non-terminal work only, oldest last

@@ -45,6 +45,7 @@ from django.utils.translation import gettext_lazy as _
 from beeos_console.auditlog import chain
 from beeos_console.auditlog.models import AuditEntry
 from beeos_console.cancels import engine as cancel_engine
+from beeos_console.mirror.attention import stuck_cutoff
 from beeos_console.mirror.edge import future_bound
 from beeos_console.mirror.states import (
     CANCELLED,
@@ -664,7 +665,7 @@ OPERATION_FIELDS = (
 
 
 def _sweep_operations(report: AuditReport, progress: Callable | None, chunk: int) -> None:
-    pending_cutoff = _pending_cutoff(timezone.now())
+    pending_cutoff = stuck_cutoff(timezone.now())
     for rows in chunks(RuntimeOperation, OPERATION_FIELDS, chunk):
         for row in rows:
             _check_operation_row(
@@ -673,10 +674,6 @@ def _sweep_operations(report: AuditReport, progress: Callable | None, chunk: int
         report.scanned["operations"] += len(rows)
         if progress:
             progress(f"operations: {report.scanned['operations']:,} scanned")
-
-
-def _pending_cutoff(now: dt.datetime) -> dt.datetime:
-    return now - dt.timedelta(minutes=settings.CONSOLE_STUCK_AFTER_MINUTES)
 
 
 def _is_unsynced_success(raw_status: str, projection_state: str) -> bool:
@@ -925,7 +922,7 @@ def _set_messages(
 def _set_operations(
     report: AuditReport, progress: Callable | None, chunk: int, sessions: set_based.Sessions
 ) -> None:
-    cutoff = _pending_cutoff(timezone.now())
+    cutoff = stuck_cutoff(timezone.now())
 
     def read(bounds: Range) -> list[dict[str, Any]]:
         return set_based.operation_rows(bounds[0], bounds[1], PROJECTION_VERSION, cutoff)
