@@ -183,7 +183,34 @@ A2A_UNKNOWN_ERROR = A2AErrorRule(
 _A2A_CODE_BY_REASON = {"TASK_NOT_FOUND": -32001, "TASK_NOT_CANCELABLE": -32002}
 
 
-def _a2a_rpc_error(body: Any) -> beeos_cloud_sdk.RuntimeMethodResponseError | None:
+# Meanings of the seed-003 codes a cancel has no rule for (any A2A call may meet them:
+# the push-notification settings read does).
+_MORE_MEANINGS: dict[int, Any] = {
+    -32700: gettext_lazy("the request could not be parsed"),
+    -32600: gettext_lazy("the request was invalid"),
+    -32601: gettext_lazy("the agent does not know the method"),
+    -32602: gettext_lazy("the parameters were invalid"),
+    -32603: gettext_lazy("the agent had an internal error"),
+    -32003: gettext_lazy("push notifications are not supported by this agent"),
+    -32004: gettext_lazy("the operation is not supported"),
+    -32005: gettext_lazy("the content type is not supported"),
+    -32006: gettext_lazy("the agent's answer was invalid"),
+    -32007: gettext_lazy("no agent card is configured"),
+}
+
+
+def a2a_error_meaning(code: int) -> str:
+    """What an A2A JSON-RPC error code means, in words (the cancel table first)."""
+    rule = A2A_CANCEL_ERRORS.get(code)
+    if rule is not None:
+        return str(rule.meaning)
+    meaning = _MORE_MEANINGS.get(code)
+    return (
+        str(meaning) if meaning is not None else gettext("an A2A error the console does not know")
+    )
+
+
+def a2a_rpc_error(body: Any) -> beeos_cloud_sdk.RuntimeMethodResponseError | None:
     """The A2A JSON-RPC error in an answer, in the SDK's own error shape.
 
     It arrives as a JSON-RPC envelope (``{"jsonrpc": "2.0", "error": {...}}``, the
@@ -194,7 +221,7 @@ def _a2a_rpc_error(body: Any) -> beeos_cloud_sdk.RuntimeMethodResponseError | No
         return None
     if body.get("code") == "invalid_response" and isinstance(body.get("body"), str):
         # The SDK keeps a body that is not an ErrorResponse as text (a JSON-RPC envelope).
-        return _a2a_rpc_error(body_json(body["body"]))
+        return a2a_rpc_error(body_json(body["body"]))
     error = body.get("error")
     if isinstance(error, dict) and _as_code(error.get("code")) is not None:
         return beeos_cloud_sdk.RuntimeMethodResponseError(
@@ -236,7 +263,7 @@ def _as_code(value: Any) -> int | None:
 
 def a2a_error_answer(body: Any, http_status: int | None) -> GatewayAnswer | None:
     """What an A2A cancel answer carrying a JSON-RPC error means, or None when it carries none."""
-    error = _a2a_rpc_error(body)
+    error = a2a_rpc_error(body)
     return None if error is None else _a2a_error_answer(error, http_status, "")
 
 
@@ -329,7 +356,7 @@ class BeeOSGateway(Gateway):
         except beeos_cloud_sdk.APIError as exc:
             body = exc.body if isinstance(exc.body, dict) else {}
             code = body.get("code", "")
-            rpc_error = _a2a_rpc_error(body)
+            rpc_error = a2a_rpc_error(body)
             if rpc_error is not None:
                 return _a2a_error_answer(rpc_error, exc.status, code)
             if exc.status == 429:
@@ -362,7 +389,7 @@ class BeeOSGateway(Gateway):
         except OSError as exc:
             return transport_failure(exc)
         # JSON-RPC errors travel on HTTP 200 (seed 003): a 200 is not always a success.
-        rpc_error = _a2a_rpc_error(view)
+        rpc_error = a2a_rpc_error(view)
         if rpc_error is not None:
             return _a2a_error_answer(rpc_error, 200, "")
         return GatewayAnswer(ACCEPTED, gettext("BeeOS accepted the A2A cancel."), 200)

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import beeos_cloud_sdk
-from django.utils.translation import gettext, gettext_lazy
+from django.utils.translation import gettext
 
 from beeos_console.upstream import clients
-from beeos_console.upstream.gateway import A2A_CANCEL_ERRORS, _a2a_rpc_error
+from beeos_console.upstream.gateway import a2a_error_meaning, a2a_rpc_error
 from tasks import states as task_states
 
 LIST_METHOD = "ListTaskPushNotificationConfigs"  # A2A 1.0 name (seed 003)
@@ -27,32 +27,6 @@ LIST_METHOD_03 = "tasks/pushNotification/list"  # its A2A 0.3 alias (seed 003)
 METHOD_NOT_FOUND = -32601
 PAGE_SIZE = 100
 MAX_PAGES = 10  # 1,000 configs: far more than any task has; beyond that we say "more"
-
-# Meanings of the seed-003 codes the cancel table (gateway.A2A_CANCEL_ERRORS, the one
-# place for -32001, -32002, -32008…-32012) has no rule for.
-_MORE_MEANINGS: dict[int, Any] = {
-    -32700: gettext_lazy("the request could not be parsed"),
-    -32600: gettext_lazy("the request was invalid"),
-    -32601: gettext_lazy("the agent does not know the method"),
-    -32602: gettext_lazy("the parameters were invalid"),
-    -32603: gettext_lazy("the agent had an internal error"),
-    -32003: gettext_lazy("push notifications are not supported by this agent"),
-    -32004: gettext_lazy("the operation is not supported"),
-    -32005: gettext_lazy("the content type is not supported"),
-    -32006: gettext_lazy("the agent's answer was invalid"),
-    -32007: gettext_lazy("no agent card is configured"),
-}
-
-
-def a2a_error_meaning(code: int) -> str:
-    """What an A2A JSON-RPC error code means, in words (the cancel table first)."""
-    rule = A2A_CANCEL_ERRORS.get(code)
-    if rule is not None:
-        return str(rule.meaning)
-    meaning = _MORE_MEANINGS.get(code)
-    return (
-        str(meaning) if meaning is not None else gettext("an A2A error the console does not know")
-    )
 
 
 @dataclass(frozen=True)
@@ -131,7 +105,7 @@ def _rpc_failure(error: beeos_cloud_sdk.RuntimeMethodResponseError, method: str)
 
 def _http_failure(exc: beeos_cloud_sdk.APIError) -> PushConfigRead:
     body = exc.body if isinstance(exc.body, dict) else {}
-    rpc = _a2a_rpc_error(body)
+    rpc = a2a_rpc_error(body)
     if rpc is not None:
         return _rpc_failure(rpc, LIST_METHOD)
     code = _text(body.get("code"))
@@ -189,7 +163,7 @@ def read_push_configs(task: Any, cloud: Any = None) -> PushConfigRead:
     try:
         for _page in range(MAX_PAGES):
             answer = _invoke(cloud, agent_id, method, _params(method, task.task_id, token))
-            error = _a2a_rpc_error(answer)
+            error = a2a_rpc_error(answer)
             if error is not None:
                 if error["code"] == METHOD_NOT_FOUND and method == LIST_METHOD and not configs:
                     method = LIST_METHOD_03  # an agent that speaks only A2A 0.3
