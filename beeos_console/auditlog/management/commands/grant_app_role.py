@@ -1,7 +1,8 @@
 """`manage.py grant_app_role ROLE`: the role the console runs as, kept off audit history.
 
-Run as the owner (``DATABASE_MIGRATE_URL`` when set, else ``DATABASE_URL``),
-after ``migrate``. The role may read and write every console table but may
+Run after ``migrate``, connected as the owner: it uses ``DATABASE_URL``'s
+connection (``make run`` / ``make serve`` call it while ``DATABASE_URL`` is still
+the owner's, before they move to the role). The role may read and write every console table but may
 only INSERT and SELECT audit entries: no UPDATE, DELETE or TRUNCATE, and, not
 owning the table, no ALTER (so it cannot switch the append-only trigger off).
 """
