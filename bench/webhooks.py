@@ -35,23 +35,33 @@ import asyncio
 import hashlib
 import hmac
 import json
-import multiprocessing
 import os
 import re
 import resource
-import signal
 import statistics
 import subprocess
-import sys
 import time
-import urllib.request
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-ROOT = Path(__file__).resolve().parent.parent
+from bench.httpload import (
+    ROOT,
+    CpuMeter,
+    KeepAlive,
+    cpu_of,
+    drive,
+    load_average,
+    manage,
+    percentile,
+    postgres_backends,
+    start_gunicorn,
+    stop_gunicorn,
+)
+from bench.httpload import server_env as base_env
+
 SECRET = "whsec_bench_" + "b" * 40
 PATH = "/api/v1/webhooks/beeos/"
 WARMUP_SECONDS = 3.0
@@ -93,35 +103,14 @@ def event_request(host: str, task_id: str, status: str, stamp: datetime) -> byte
     return head.encode() + body
 
 
-async def read_response(reader: asyncio.StreamReader) -> tuple[int, bytes]:
-    head = await reader.readuntil(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    status = int(lines[0].split(" ", 2)[1])
-    headers = {}
-    for line in lines[1:]:
-        name, _, value = line.partition(":")
-        headers[name.strip().lower()] = value.strip()
-    if "content-length" in headers:
-        return status, await reader.readexactly(int(headers["content-length"]))
-    if headers.get("transfer-encoding", "").lower() == "chunked":
-        body = b""
-        while True:
-            size = int((await reader.readuntil(b"\r\n")).strip(), 16)
-            chunk = await reader.readexactly(size + 2)
-            if size == 0:
-                return status, body
-            body += chunk[:-2]
-    raise ValueError("response without a length")
-
-
 async def connection_loop(
     url: str, conn_no: int, conns: int, run: str, rate: float, start: float, stop: float
 ) -> dict[str, Any]:
     target = urlsplit(url)
     host = f"{target.hostname}:{target.port}"
-    out: dict[str, Any] = {"lat": [], "errors": Counter(), "results": Counter(), "reconnects": 0}
+    out: dict[str, Any] = {"lat": [], "errors": Counter(), "results": Counter()}
     interval = conns / rate if rate > 0 else 0.0
-    reader = writer = None
+    conn = KeepAlive(url, 30)
     k = 0
     base = datetime.now(UTC).replace(microsecond=0)
     while True:
@@ -138,16 +127,9 @@ async def connection_loop(
         k += 1
         sent = time.perf_counter()
         try:
-            if writer is None:
-                reader, writer = await asyncio.open_connection(target.hostname, target.port)
-                out["reconnects"] += 1
-            writer.write(request)
-            status, body = await asyncio.wait_for(read_response(reader), 30)
-        except (TimeoutError, OSError, asyncio.IncompleteReadError, ValueError) as exc:
+            status, _, body = await conn.send(request)
+        except KeepAlive.ERRORS as exc:
             out["errors"][type(exc).__name__] += 1
-            if writer is not None:
-                writer.close()
-            reader = writer = None
             continue
         done = time.perf_counter()
         measured = done >= start + WARMUP_SECONDS
@@ -162,8 +144,8 @@ async def connection_loop(
                 out["results"]["not-json"] += 1
         else:
             out["errors"][f"http_{status}"] += 1
-    if writer is not None:
-        writer.close()
+    conn.close()
+    out["reconnects"] = conn.opened
     return out
 
 
@@ -209,23 +191,11 @@ def run_load(
     for count in per:
         jobs.append((url, first, count, conns, run, rate, start, stop))
         first += count
-    with multiprocessing.get_context("fork").Pool(procs) as pool:
-        pending = pool.map_async(_load_worker, jobs)
-        cpu: dict[str, float] = {}
-        if meter is not None:
-            time.sleep(max(0.0, start + WARMUP_SECONDS - time.perf_counter()))
-            before, wall = meter.sample(), time.perf_counter()
-            time.sleep(max(0.0, stop - time.perf_counter()))
-            cpu = CpuMeter.spent(before, meter.sample())
-            cpu["wall_s"] = time.perf_counter() - wall
-        parts = pending.get()
+    parts, cpu = drive(_load_worker, jobs, window=(start + WARMUP_SECONDS, stop), meter=meter)
     lat = sorted(x for p in parts for x in p["lat"])
     errors: Counter = sum((p["errors"] for p in parts), Counter())
     results: Counter = sum((p["results"] for p in parts), Counter())
     accepted = sum(results.values())
-
-    def pct(q: float) -> float:
-        return lat[min(len(lat) - 1, int(q * len(lat)))] * 1000 if lat else float("nan")
 
     return {
         "seconds": seconds,
@@ -235,9 +205,9 @@ def run_load(
         "accepted_per_s": accepted / seconds,
         "results": dict(results),
         "errors": dict(errors),
-        "p50_ms": pct(0.50),
-        "p90_ms": pct(0.90),
-        "p99_ms": pct(0.99),
+        "p50_ms": percentile(lat, 0.50),
+        "p90_ms": percentile(lat, 0.90),
+        "p99_ms": percentile(lat, 0.99),
         "max_ms": lat[-1] * 1000 if lat else float("nan"),
         "mean_ms": statistics.fmean(lat) * 1000 if lat else float("nan"),
         "connects": sum(p["conns"] for p in parts),
@@ -257,118 +227,9 @@ def run_load(
 # --- gunicorn, the database, the drain -------------------------------------------------
 
 
-def load_average() -> str:
-    return Path("/proc/loadavg").read_text().split(" ", 3)[:3].__str__()
-
-
-def _cpu_of(pid: int) -> float:
-    """CPU seconds (user + system) a process has used so far; 0 once it is gone."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _children(pid: int) -> list[int]:
-    try:
-        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
-    except OSError:
-        return []
-    return [int(x) for x in text.split()]
-
-
-def _postgres_backends(dbname: str) -> list[int]:
-    """The PostgreSQL backends serving ``dbname`` (their titles name the database)."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                title = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-            except OSError:
-                continue
-            if title.startswith("postgres: ") and f" {dbname} " in title:
-                pids.append(int(entry.name))
-    return pids
-
-
-class CpuMeter:
-    """CPU seconds used by the server's processes and the database's backends meanwhile:
-    divided by the requests, what one event costs whatever else the machine is doing."""
-
-    def __init__(self, server: subprocess.Popen) -> None:
-        self.server = server
-        self.dbname = urlsplit(os.environ["DATABASE_URL"]).path.lstrip("/")
-
-    def sample(self) -> dict[int, float]:
-        pids = [self.server.pid, *_children(self.server.pid)]
-        pids += [("pg", p) for p in _postgres_backends(self.dbname)]  # type: ignore[misc]
-        return {p: _cpu_of(p[1] if isinstance(p, tuple) else p) for p in pids}
-
-    @staticmethod
-    def spent(before: dict, after: dict) -> dict[str, float]:
-        app = sum(v - before.get(k, 0.0) for k, v in after.items() if not isinstance(k, tuple))
-        db = sum(v - before.get(k, 0.0) for k, v in after.items() if isinstance(k, tuple))
-        return {"server_cpu_s": app, "postgres_cpu_s": db}
-
-
 def server_env(args: argparse.Namespace) -> dict[str, str]:
-    return {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "beeos_console.settings",
-        "DEBUG": "0",
-        "SECRET_KEY": "bench-only-" + "s" * 40,
-        "ALLOWED_HOSTS": "127.0.0.1,localhost",
-        "SECURE_SSL_REDIRECT": "0",
-        "BEEOS_WEBHOOK_SECRET": SECRET,
-        "HOST": "127.0.0.1",
-        "PORT": str(args.port),
-        "WEB_CONCURRENCY": str(args.workers),
-        "GUNICORN_THREADS": str(args.threads),
-        "PYTHONPATH": str(ROOT),
-    }
-
-
-def start_gunicorn(app: str, args: argparse.Namespace) -> subprocess.Popen:
-    log = open(args.log_dir / f"gunicorn-{app.replace(':', '-')}.log", "ab")  # noqa: SIM115
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "-c", "beeos_console/gunicorn_conf.py", app],
-        cwd=ROOT,
-        env=server_env(args),
-        stdout=log,
-        stderr=log,
-    )
-    url = f"http://127.0.0.1:{args.port}/healthz"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(url, timeout=2):
-                return proc
-        except OSError:
-            if proc.poll() is not None:
-                raise SystemExit(f"gunicorn exited ({proc.returncode}); see {log.name}") from None
-            time.sleep(0.3)
-    proc.kill()
-    raise SystemExit("gunicorn did not answer /healthz within 60 s")
-
-
-def stop_gunicorn(proc: subprocess.Popen) -> None:
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-
-
-def manage(*argv: str, args: argparse.Namespace) -> subprocess.Popen:
-    env = server_env(args)
-    return subprocess.Popen(
-        [sys.executable, "manage.py", *argv],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
+    return base_env(
+        port=args.port, workers=args.workers, threads=args.threads, BEEOS_WEBHOOK_SECRET=SECRET
     )
 
 
@@ -388,7 +249,7 @@ def recreate_database(args: argparse.Namespace) -> None:
         raise SystemExit(f"refusing to recreate {name!r}: the name must contain 'bench'")
     psql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)', dbname="postgres")
     psql(f'CREATE DATABASE "{name}"', dbname="postgres")
-    migrate = manage("migrate", "--no-input", "-v", "0", args=args)
+    migrate = manage("migrate", "--no-input", "-v", "0", env=server_env(args))
     output, _ = migrate.communicate()
     if migrate.returncode:
         raise SystemExit(f"migrate failed:\n{output}")
@@ -400,16 +261,16 @@ def drain(args: argparse.Namespace) -> dict[str, Any]:
     started = time.perf_counter()
     children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     workers = [
-        manage("apply_webhooks", "--batch", str(args.batch), args=args)
+        manage("apply_webhooks", "--batch", str(args.batch), env=server_env(args))
         for _ in range(args.drain_workers)
     ]
     # The database's CPU meanwhile: every backend's CPU, polled (they end with the workers).
-    first: dict[int, float] = {p: _cpu_of(p) for p in _postgres_backends(dbname)}
+    first: dict[int, float] = {p: cpu_of(p) for p in postgres_backends(dbname)}
     last = dict(first)
     while any(w.poll() is None for w in workers):
-        for pid in _postgres_backends(dbname):
+        for pid in postgres_backends(dbname):
             first.setdefault(pid, 0.0)
-            last[pid] = max(last.get(pid, 0.0), _cpu_of(pid))
+            last[pid] = max(last.get(pid, 0.0), cpu_of(pid))
         time.sleep(0.2)
     outputs = [w.communicate()[0].strip() for w in workers]
     seconds = time.perf_counter() - started
@@ -487,7 +348,9 @@ def main() -> None:
         recreate_database(args)
         print("database recreated and migrated", flush=True)
     if not args.floor_only:
-        server = start_gunicorn("beeos_console.wsgi", args)
+        server = start_gunicorn(
+            "beeos_console.wsgi", server_env(args), port=args.port, log_dir=args.log_dir
+        )
         try:
             figures["receiver"] = run_load(
                 url,
@@ -522,7 +385,9 @@ def main() -> None:
                 print(f"  {line}", flush=True)
             print(f"load average after the drain: {load_average()}", flush=True)
     if not args.skip_floor:
-        floor = start_gunicorn("bench.webhooks:floor_app", args)
+        floor = start_gunicorn(
+            "bench.webhooks:floor_app", server_env(args), port=args.port, log_dir=args.log_dir
+        )
         try:
             figures["floor"] = run_load(
                 url,
