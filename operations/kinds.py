@@ -16,7 +16,7 @@ registry.register(
         model=RuntimeOperation,
         id_field="operation_id",
         expected_projection=rules.project_operation_row,
-        counters={"operation": "status", "operation_raw": "raw_status"},
+        counters=rules.COUNTERS,
         list_url_name="operations:list",
         filterset_class=RuntimeOperationFilterSet,
         cancel_target=cancel.OperationCancelTarget,

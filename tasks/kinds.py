@@ -9,7 +9,7 @@ from beeos_console.mirror import registry
 from . import states
 from .filtersets import TaskFilterSet
 from .models import Message, Task
-from .services import batch, cancel, snapshots, write
+from .services import batch, cancel, rules, snapshots, write
 
 registry.register(
     registry.MirroredKind(
@@ -17,7 +17,7 @@ registry.register(
         model=Task,
         id_field="task_id",
         expected_projection=lambda task: task.expected_projection,
-        counters={"task": "status"},
+        counters=rules.COUNTERS,
         agent_counted=True,
         list_url_name="tasks:list",
         filterset_class=TaskFilterSet,

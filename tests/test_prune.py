@@ -64,19 +64,20 @@ def counters() -> dict[tuple[str, str, dt.datetime], int]:
 def recount() -> dict[tuple[str, str, dt.datetime], int]:
     """What ``rebuild_counters`` would write, read from the tables now."""
     found: Counter[tuple[str, str, dt.datetime]] = Counter()
-    for kind, model, column in (
-        ("task", Task, "status"),
-        ("operation", RuntimeOperation, "status"),
-        ("operation_raw", RuntimeOperation, "raw_status"),
+    for kind, model, columns in (
+        ("task", Task, ("status",)),
+        ("task_protocol", Task, ("protocol", "status")),  # "a2a:completed"
+        ("operation", RuntimeOperation, ("status",)),
+        ("operation_raw", RuntimeOperation, ("raw_status",)),
     ):
         rows = (
             model.objects.annotate(hour=TruncHour("created_at", tzinfo=dt.UTC))
-            .values(column, "hour")
+            .values(*columns, "hour")
             .annotate(n=Count("id"))
             .order_by()
         )
         for row in rows:
-            found[(kind, row[column][:32], row["hour"])] += row["n"]
+            found[(kind, ":".join(row[c] for c in columns)[:32], row["hour"])] += row["n"]
     return dict(found)
 
 

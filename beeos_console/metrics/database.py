@@ -2,8 +2,9 @@
 
 What each costs:
 
-- status counts: the maintained counters (``mirror.counters``), one SUM over them;
-- open work by protocol, stuck work, late projections, uncertain cancels, the
+- status counts (tasks by status and by protocol, operations): the maintained
+  counters (``mirror.counters``), one SUM over them;
+- stuck work, late projections, uncertain cancels, the
   worker's queue: indexed queries under a ``LIMIT`` of ``METRICS_COUNT_CAP`` rows
   (exact below the cap, the cap above it);
 - sync: the handful of ``SyncCursor`` rows;
@@ -26,13 +27,15 @@ from django_tasks import TaskResultStatus
 from django_tasks_db.models import DBTaskResult, get_date_max
 from prometheus_client.metrics_core import Metric
 
+from beeos_console.agents.models import AgentScorecard
+from beeos_console.agents.scorecard import LINES as SCORECARD_LINE_DEFS
 from beeos_console.cancels.models import CancelRequest
 from beeos_console.dashboard.selectors import ATTENTION_STATUSES
 from beeos_console.metrics.sources import count_cap, epoch, gauge, source
 from beeos_console.mirror import counters
 from beeos_console.mirror.attention import stuck_cutoff, stuck_q
 from beeos_console.mirror.models import StatusCount
-from beeos_console.mirror.states import ACTIVE_PRODUCT_STATUSES, DISPLAY_STATUSES
+from beeos_console.mirror.states import DISPLAY_STATUSES
 from beeos_console.projection.audit import FAILING, INFORMATIONAL
 from beeos_console.projection.models import ProjectionJob
 from beeos_console.upstream.models import SyncCursor
@@ -43,10 +46,10 @@ from tasks.states import TASK_PROTOCOLS
 
 # The dashboard's "operations needing attention" chart: these raw statuses.
 ATTENTION_RAW_STATUSES = (*ATTENTION_STATUSES, "projection_pending")
-ACTIVE = tuple(sorted(ACTIVE_PRODUCT_STATUSES))
 # SyncCursor rows named "last_success:<kind>" hold when a sync pass of <kind> last
 # finished without an error (ISO 8601 in ``value``). Written by the sync.
 SYNC_SUCCESS_PREFIX = "last_success:"
+SCORECARD_LINES = tuple(line.key for line in SCORECARD_LINE_DEFS)
 AUDIT_CATEGORIES = {**dict.fromkeys(FAILING, "true"), **dict.fromkeys(INFORMATIONAL, "false")}
 
 
@@ -87,14 +90,16 @@ def late_projections(now: dt.datetime) -> QuerySet:
 
 @source("status_counts")
 def status_counts(now: dt.datetime) -> Iterator[Metric]:
+    by_protocol = {f"{p}:{s}": 0 for p in TASK_PROTOCOLS for s in DISPLAY_STATUSES}
     totals: dict[str, dict[str, int]] = {
         counters.TASK: dict.fromkeys(DISPLAY_STATUSES, 0),
+        counters.TASK_PROTOCOL: by_protocol,
         counters.OPERATION: dict.fromkeys(DISPLAY_STATUSES, 0),
         counters.OPERATION_RAW: dict.fromkeys(ATTENTION_RAW_STATUSES, 0),
     }
     grouped = (
         StatusCount.objects.filter(
-            Q(kind__in=(counters.TASK, counters.OPERATION))
+            Q(kind__in=(counters.TASK, counters.TASK_PROTOCOL, counters.OPERATION))
             | Q(kind=counters.OPERATION_RAW, status__in=ATTENTION_RAW_STATUSES)
         )
         .values_list("kind", "status")
@@ -108,6 +113,15 @@ def status_counts(now: dt.datetime) -> Iterator[Metric]:
         "Mirrored tasks by product status (maintained counters, all time).",
         labels={(s,): n for s, n in totals[counters.TASK].items()},
         label_names=("status",),
+    )
+    yield gauge(
+        "beeos_console_tasks_by_protocol",
+        "Mirrored tasks by protocol and product status (maintained counters, all time).",
+        labels={
+            tuple(counters.split_value(value)): n
+            for value, n in totals[counters.TASK_PROTOCOL].items()
+        },
+        label_names=("protocol", "status"),
     )
     yield gauge(
         "beeos_console_operations",
@@ -126,23 +140,13 @@ def status_counts(now: dt.datetime) -> Iterator[Metric]:
 
 @source("open_work")
 def open_work(now: dt.datetime) -> Iterator[Metric]:
-    open_tasks = {
-        (protocol, status): Task.objects.filter(protocol=protocol, status=status)
-        for protocol in TASK_PROTOCOLS
-        for status in ACTIVE
-    }
-    named: dict[str, QuerySet] = {f"open:{p}:{s}": qs for (p, s), qs in open_tasks.items()}
-    named |= {
-        "stuck:task": stuck_tasks(now),
-        "stuck:operation": stuck_operations(now),
-        "late:projection_pending": late_projections(now),
-    }
-    counts = capped_counts(named)
-    yield gauge(
-        "beeos_console_open_tasks",
-        "Tasks queued or processing, by protocol and product status (capped count).",
-        labels={key: counts[f"open:{key[0]}:{key[1]}"] for key in open_tasks},
-        label_names=("protocol", "status"),
+    # Open tasks by protocol: ``beeos_console_tasks_by_protocol`` (the counters, uncapped).
+    counts = capped_counts(
+        {
+            "stuck:task": stuck_tasks(now),
+            "stuck:operation": stuck_operations(now),
+            "late:projection_pending": late_projections(now),
+        }
     )
     yield gauge(
         "beeos_console_stuck_work",
@@ -343,4 +347,62 @@ def webhook_inbox(now: dt.datetime) -> Iterator[Metric]:
         "error for an admin at /webhooks/); capped counts.",
         labels={(status,): n for status, n in backlog.by_status.items()},
         label_names=("status",),
+    )
+
+
+# The agents' conformance scorecards, summed per line inside the database: one row per line
+# (and one for the whole table), over at most METRICS_COUNT_CAP scorecards (one per agent).
+SCORECARD_SQL = f"""
+WITH s AS (
+    SELECT lines, computed_at FROM {AgentScorecard._meta.db_table}
+    ORDER BY rank DESC, id DESC LIMIT %(cap)s
+)
+SELECT line.key, sum((line.value ->> 'count')::bigint),
+       count(*) FILTER (WHERE (line.value ->> 'level')::int > 0), NULL::timestamptz
+FROM s CROSS JOIN LATERAL jsonb_each(
+    CASE WHEN jsonb_typeof(s.lines) = 'object' THEN s.lines ELSE '{{}}'::jsonb END
+) AS line
+GROUP BY line.key
+UNION ALL
+SELECT '', 0, count(*), max(computed_at) FROM s
+"""
+
+
+@source("agent_scorecard")
+def agent_scorecard(now: dt.datetime) -> Iterator[Metric]:
+    """Per scorecard line: the tasks it counts over all agents, and the agents it does not
+    pass for. Per-agent series are left out on purpose: one per agent and line would grow
+    with every agent the platform adds (500 agents × 10 lines = 5,000 series)."""
+    with connection.cursor() as cursor:
+        cursor.execute(SCORECARD_SQL, {"cap": count_cap()})
+        rows = cursor.fetchall()
+    tasks = dict.fromkeys(SCORECARD_LINES, 0)
+    failing = dict.fromkeys(SCORECARD_LINES, 0)
+    agents, computed_at = 0, None
+    for key, count, not_passing, newest in rows:
+        if key == "":
+            agents, computed_at = not_passing, newest
+        elif key in tasks:  # a known line: bounded label values
+            tasks[key], failing[key] = int(count or 0), int(not_passing or 0)
+    yield gauge(
+        "beeos_console_agent_scorecard_tasks",
+        "Tasks each conformance scorecard line counts, summed over every agent (the newest "
+        "scoring; the protocol_versions line counts versions seen).",
+        labels={(key,): n for key, n in tasks.items()},
+        label_names=("line",),
+    )
+    yield gauge(
+        "beeos_console_agent_scorecard_agents_not_passing",
+        "Agents for which this conformance scorecard line does not pass (a note, a warning "
+        "or a failure).",
+        labels={(key,): n for key, n in failing.items()},
+        label_names=("line",),
+    )
+    yield gauge(
+        "beeos_console_agent_scorecard_agents", "Agents with a scorecard (capped count).", agents
+    )
+    yield gauge(
+        "beeos_console_agent_scorecard_computed_timestamp_seconds",
+        "When the agents were last scored (Unix time; 0: never).",
+        epoch(computed_at) or 0.0,
     )

@@ -109,16 +109,15 @@ class Batch:
             self.answer(index, IngestResult(outcome, label(snapshot), obj, note))
         return decisions
 
-    def count_create(self, kind: str, status: str, created_at: dt.datetime | None) -> None:
-        self.deltas[counters.key_of(kind, status, created_at)] += 1
+    def count_row_created(self, counted: counters.Counted, row: Any) -> None:
+        """A new row under each of its kind's counters (``counters.keys_of``)."""
+        self.deltas.update(counters.keys_of(counted, row))
 
-    def count_change(
-        self,
-        kind: str,
-        old: tuple[str, dt.datetime | None],
-        new: tuple[str, dt.datetime | None],
+    def count_row_changed(
+        self, counted: counters.Counted, before: Sequence[counters.CounterKey], row: Any
     ) -> None:
-        self.deltas.update(counters.change_deltas(kind, old, new))
+        """A changed row (``before``: its ``counters.keys_of`` when read) moves, if it did."""
+        self.deltas.update(counters.moved(before, counters.keys_of(counted, row)))
 
     def audit_change(self, index: int, change: dict[str, Any] | None) -> None:
         """Keep a state change's audit entry; entries are written in record order."""

@@ -1,15 +1,21 @@
 """Maintained status counters (see ``StatusCount``): cheap counts for every page.
 
-Each mirrored row is counted once under (kind, display status, hour of its
-upstream ``created_at``). Services call ``on_create`` / ``on_change`` inside
-the transaction that writes the row, so counts and rows commit together.
+Each mirrored row is counted once per counter of its kind under (counter, counted
+value, hour of its upstream ``created_at``). A kind declares its counters in the
+registry (``MirroredKind.counters``: counter -> column, or a tuple of columns whose
+values are joined by ":", e.g. tasks by protocol: "a2a:processing");
+``counted_value`` is the one rule for the value. Services call ``on_row_created`` /
+``on_row_changed`` (one row) or ``Batch.count_row_*`` (many) inside the transaction
+that writes the row, so counts and rows commit together; re-projection, prune and
+``rebuild_counters`` read the same declaration.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections import defaultdict
-from collections.abc import Mapping
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from django.db import connection, transaction
 from django.db.models import Count, Sum
@@ -18,27 +24,23 @@ from django.db.models.functions import TruncHour
 from beeos_console.mirror.models import StatusCount
 
 TASK = "task"
+# Tasks by protocol and display status: the value is "<protocol>:<status>".
+TASK_PROTOCOL = "task_protocol"
 OPERATION = "operation"
 # Operations by raw status too: the dashboard's "needs attention" chart.
 OPERATION_RAW = "operation_raw"
 
 CounterKey = tuple[str, str, dt.datetime]  # (kind, status, hour)
+# What a counter counts: one column, or several whose values are joined by ":".
+Columns = str | tuple[str, ...]
+# A kind's counters: counter name -> counted column(s) (``MirroredKind.counters``).
+Counted = Mapping[str, Columns]
+VALUE_MAX = StatusCount._meta.get_field("status").max_length  # 32
 
 
 def hour_of(value: dt.datetime | None) -> dt.datetime:
     value = value or dt.datetime.now(dt.UTC)
     return value.astimezone(dt.UTC).replace(minute=0, second=0, microsecond=0)
-
-
-def bump(kind: str, status: str, hour: dt.datetime, delta: int) -> None:
-    """Add ``delta`` to one counter with a single upsert (no read-modify-write race)."""
-    table = StatusCount._meta.db_table
-    sql = (
-        f"INSERT INTO {table} (kind, status, hour, count) VALUES (%s, %s, %s, %s) "
-        f"ON CONFLICT (kind, status, hour) DO UPDATE SET count = {table}.count + EXCLUDED.count"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [kind, status, hour, delta])
 
 
 def bump_many(deltas: Mapping[CounterKey, int]) -> None:
@@ -64,27 +66,63 @@ def key_of(kind: str, status: str, created_at: dt.datetime | None) -> CounterKey
     return (kind, status, hour_of(created_at))
 
 
-def change_deltas(
-    kind: str,
-    old: tuple[str, dt.datetime | None],
-    new: tuple[str, dt.datetime | None],
-) -> dict[CounterKey, int]:
-    """Moving one row from (old status, created_at) to (new …); empty if it did not move."""
-    old_key, new_key = key_of(kind, *old), key_of(kind, *new)
-    return {} if old_key == new_key else {old_key: -1, new_key: 1}
+def columns_of(columns: Columns) -> tuple[str, ...]:
+    return (columns,) if isinstance(columns, str) else tuple(columns)
 
 
-def on_create(kind: str, status: str, created_at: dt.datetime | None) -> None:
-    bump(*key_of(kind, status, created_at), 1)
+def counted_value(row: Any, columns: Columns) -> str:
+    """The value ``row`` is counted under: its column's value, or its columns' values
+    joined by ":" ("a2a:processing"), cut to the counter's 32 characters.
+
+    ``row``: a model instance, or a dict read with ``.values()``.
+    """
+    if isinstance(row, Mapping):
+        values = [row[column] for column in columns_of(columns)]
+    else:
+        values = [getattr(row, column) for column in columns_of(columns)]
+    return ":".join(str(value) for value in values)[:VALUE_MAX]
 
 
-def on_change(
-    kind: str,
-    old: tuple[str, dt.datetime | None],
-    new: tuple[str, dt.datetime | None],
-) -> None:
-    """Move one row from (old status, old hour) to (new status, new hour) if it moved."""
-    bump_many(change_deltas(kind, old, new))  # one round trip, none if it did not move
+def split_value(value: str) -> list[str]:
+    """A tuple counter's value back into its columns' values (``counted_value``'s join)."""
+    return value.split(":")
+
+
+def keys_of(counted: Counted, row: Any) -> list[CounterKey]:
+    """Every counter ``row`` is counted under: one per counter of its kind, in order."""
+    created_at = row["created_at"] if isinstance(row, Mapping) else row.created_at
+    return [
+        key_of(kind, counted_value(row, columns), created_at) for kind, columns in counted.items()
+    ]
+
+
+def moved(before: Sequence[CounterKey], after: Sequence[CounterKey]) -> Counter[CounterKey]:
+    """One row's deltas from its counters ``before`` to ``after`` (``keys_of``, same kind);
+    empty if it did not move."""
+    deltas: Counter[CounterKey] = Counter()
+    for old, new in zip(before, after, strict=True):
+        if old != new:
+            deltas[old] -= 1
+            deltas[new] += 1
+    return deltas
+
+
+def on_row_created(counted: Counted, row: Any) -> None:
+    """Count a new row under each of its kind's counters: one statement."""
+    bump_many(Counter(keys_of(counted, row)))
+
+
+def on_row_changed(counted: Counted, before: Sequence[CounterKey], row: Any) -> None:
+    """Move a changed row (``before``: its ``keys_of`` when read); none if it did not move."""
+    bump_many(moved(before, keys_of(counted, row)))
+
+
+def on_rows_deleted(counted: Counted, rows: Sequence[Any]) -> None:
+    """Uncount deleted rows (instances or ``.values()`` dicts with the counted columns)."""
+    deltas: Counter[CounterKey] = Counter()
+    for row in rows:
+        deltas.subtract(keys_of(counted, row))
+    bump_many(deltas)
 
 
 def totals(kind: str, since: dt.datetime | None = None) -> dict[str, int]:
@@ -108,18 +146,18 @@ def hourly(kind: str, since: dt.datetime) -> dict[dt.datetime, dict[str, int]]:
 
 
 @transaction.atomic
-def rebuild(kind: str, model: type, status_field: str = "status") -> int:
-    """Recompute one kind's counters from its table (a full scan: maintenance only)."""
+def rebuild(kind: str, model: type, columns: Columns = "status") -> int:
+    """Recompute one counter from its table (a full scan: maintenance only)."""
     StatusCount.objects.filter(kind=kind).delete()
     rows = (
         model.objects.annotate(bucket=TruncHour("created_at", tzinfo=dt.UTC))
-        .values(status_field, "bucket")
+        .values(*columns_of(columns), "bucket")
         .annotate(n=Count("id"))
         .order_by()
     )
     merged: dict[tuple[str, dt.datetime], int] = defaultdict(int)
     for r in rows:
-        merged[(r[status_field][:32], hour_of(r["bucket"]))] += r["n"]
+        merged[(counted_value(r, columns), hour_of(r["bucket"]))] += r["n"]
     created = [
         StatusCount(kind=kind, status=status, hour=hour, count=n)
         for (status, hour), n in merged.items()

@@ -8,12 +8,13 @@ API look a kind up here instead of importing the apps or branching on its name.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.db.models import Model, QuerySet
 
+from beeos_console.mirror.counters import Counted, columns_of
 from beeos_console.mirror.states import Projection
 
 
@@ -35,14 +36,21 @@ class MirroredKind:
     cancel_target: type | None = None
     # Columns bulk preview reads to decide (keep the preview a narrow read).
     cancel_fields: Sequence[str] = ()
-    # Maintained status counters (``mirror.counters``): counter name -> counted column.
-    counters: Mapping[str, str] = field(default_factory=dict)
+    # Maintained status counters (``mirror.counters``): counter name -> counted column,
+    # or a tuple of columns counted together (``counters.counted_value``).
+    counters: Counted = field(default_factory=dict)
     # Counted per agent too (``mirror.agent_counters``: the row names agents, as tasks do).
     agent_counted: bool = False
     # How a list selection names one row: "protocol:id" for tasks, the id elsewhere.
     pick_key: Callable[[Any], str] = field(default=lambda obj: "")
     # "%(count)s tasks" in the reader's language: an ``ngettext_lazy(…, "count")``.
     counted: Any = None
+
+    @property
+    def counted_columns(self) -> tuple[str, ...]:
+        """Every column the counters read (with ``created_at``: ``counters.keys_of``)."""
+        names = [c for columns in self.counters.values() for c in columns_of(columns)]
+        return (*dict.fromkeys(names), "created_at") if names else ()
 
     @property
     def noun(self) -> str:

@@ -56,15 +56,13 @@ def reproject_row(kind: str, pk: int, *, actor: Actor) -> dict[str, list[Any]]:
         if not changes:
             return {}
         old_status = obj.status
+        counted_before = counters.keys_of(mirrored.counters, obj)
         # Only kinds with per-agent counters name agents (an operation has no agent_id).
         agents_before = agent_counters.state_of(obj) if mirrored.agent_counted else None
         for name, value in expected_for(kind, obj).as_fields().items():
             setattr(obj, name, value)
         obj.save(update_fields=[*expected_for(kind, obj).as_fields(), "mirrored_at"])
-        for counter, column in mirrored.counters.items():
-            if column == "status" and old_status != obj.status:
-                before, after = (old_status, obj.created_at), (obj.status, obj.created_at)
-                counters.on_change(counter, before, after)
+        counters.on_row_changed(mirrored.counters, counted_before, obj)
         if mirrored.agent_counted and old_status != obj.status:
             agent_counters.on_write(agents_before, obj)
         auditlog.record(

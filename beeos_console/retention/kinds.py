@@ -70,7 +70,7 @@ class PrunableKind:
         return protocol, row[self.mirrored.id_field]
 
     def read_fields(self) -> tuple[str, ...]:
-        counted = tuple(self.mirrored.counters.values())
+        counted = self.mirrored.counted_columns
         if self.mirrored.agent_counted:
             counted += ("status", *agent_counters.ROLE_COLUMNS.values())
         names = ("id", self.mirrored.id_field, "created_at", *self.fields, *counted)

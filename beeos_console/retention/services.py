@@ -226,11 +226,7 @@ def _prune_page(
     # Django's collector still handles any relation to the row; it reads only the ids.
     _total, per_model = mirrored.model.objects.filter(pk__in=gone).only("pk").delete()
     removed[kind.label] += per_model.get(mirrored.model._meta.label, 0)
-    deltas: Counter[counters.CounterKey] = Counter()
-    for row in going:
-        for counter, column in mirrored.counters.items():
-            deltas[counters.key_of(counter, str(row[column])[:32], row["created_at"])] -= 1
-    counters.bump_many(deltas)
+    counters.on_rows_deleted(mirrored.counters, going)
     if mirrored.agent_counted:
         tally = agent_counters.AgentTally()
         for row in going:

@@ -21,7 +21,14 @@ from beeos_console.mirror.batch import (
 )
 from operations.models import RuntimeOperation, RuntimeOperationEvent
 
-from .rules import apply_operation, decide_event, decide_operation, new_event, new_operation
+from .rules import (
+    COUNTERS,
+    apply_operation,
+    decide_event,
+    decide_operation,
+    new_event,
+    new_operation,
+)
 from .snapshots import EventSnapshot, OperationSnapshot
 
 
@@ -33,10 +40,7 @@ def write_operations(batch: Batch, items: Sequence[tuple[int, OperationSnapshot]
     stored: dict[str, RuntimeOperation] = lock_by_key(
         RuntimeOperation.objects.filter(operation_id__in=ids), ["operation_id"]
     )
-    counted_before = {
-        i: ((op.status, op.created_at), (op.raw_status[:32], op.created_at))
-        for i, op in stored.items()
-    }
+    counted_before = {i: counters.keys_of(COUNTERS, op) for i, op in stored.items()}
     ops = batch.decide_in_order(
         items,
         stored,
@@ -50,13 +54,9 @@ def write_operations(batch: Batch, items: Sequence[tuple[int, OperationSnapshot]
     insert_rows(RuntimeOperation, new_rows, key=["operation_id"])
     upsert_by_pk(RuntimeOperation, ops.updated_rows, keep=["first_seen_at"])
     for op in new_rows:
-        batch.count_create(counters.OPERATION, op.status, op.created_at)
-        batch.count_create(counters.OPERATION_RAW, op.raw_status[:32], op.created_at)
+        batch.count_row_created(COUNTERS, op)
     for i in ops.updated_keys:
-        op = ops.current[i]
-        status_before, raw_before = counted_before[i]
-        batch.count_change(counters.OPERATION, status_before, (op.status, op.created_at))
-        batch.count_change(counters.OPERATION_RAW, raw_before, (op.raw_status[:32], op.created_at))
+        batch.count_row_changed(COUNTERS, counted_before[i], ops.current[i])
     # Events that arrived before their operation: link them now.
     link_orphans(
         RuntimeOperationEvent,

@@ -12,12 +12,20 @@ from typing import Any
 
 from django.utils.translation import gettext
 
+from beeos_console.mirror import counters
 from beeos_console.mirror.edge import Outcome, clock_note, is_older
 from beeos_console.mirror.states import Projection
 from operations import states
 from operations.models import RuntimeOperation, RuntimeOperationEvent
 
 from .snapshots import EventSnapshot, OperationSnapshot, project_operation
+
+# The maintained counters an operation is counted under (the registry's ``counters``):
+# by display status, and by raw status (the dashboard's "needs attention" chart).
+COUNTERS: counters.Counted = {
+    counters.OPERATION: "status",
+    counters.OPERATION_RAW: "raw_status",
+}
 
 
 def project_operation_row(op: RuntimeOperation) -> Projection:

@@ -18,7 +18,14 @@ from beeos_console.mirror import counters
 from beeos_console.mirror.edge import IngestResult, Outcome
 from operations.models import RuntimeOperation, RuntimeOperationEvent
 
-from .rules import apply_operation, decide_event, decide_operation, new_event, new_operation
+from .rules import (
+    COUNTERS,
+    apply_operation,
+    decide_event,
+    decide_operation,
+    new_event,
+    new_operation,
+)
 from .snapshots import parse_event, parse_operation_snapshot
 
 
@@ -32,20 +39,17 @@ def ingest_runtime_operation(data: Any, *, actor: Actor) -> IngestResult:
         if outcome == Outcome.CREATED:
             op = new_operation(snapshot)
             op.save(force_insert=True)
-            counters.on_create(counters.OPERATION, op.status, op.created_at)
-            counters.on_create(counters.OPERATION_RAW, op.raw_status[:32], op.created_at)
+            counters.on_row_created(COUNTERS, op)
             RuntimeOperationEvent.objects.filter(
                 operation__isnull=True, operation_id_raw=operation_id
             ).update(operation=op)
             return IngestResult(Outcome.CREATED, operation_id, op, note)
         if outcome != Outcome.UPDATED:
             return IngestResult(outcome, operation_id, op, note)
-        counted_before = (op.status, op.created_at)
-        raw_before = (op.raw_status[:32], op.created_at)
+        counted_before = counters.keys_of(COUNTERS, op)
         change = apply_operation(op, snapshot)
         op.save()
-        counters.on_change(counters.OPERATION, counted_before, (op.status, op.created_at))
-        counters.on_change(counters.OPERATION_RAW, raw_before, (op.raw_status[:32], op.created_at))
+        counters.on_row_changed(COUNTERS, counted_before, op)
         if change is not None:
             auditlog.record(actor, **change)
         return IngestResult(Outcome.UPDATED, operation_id, op, note)

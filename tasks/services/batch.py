@@ -24,6 +24,7 @@ from beeos_console.mirror.batch import (
 from tasks.models import Artifact, Message, Task
 
 from .rules import (
+    COUNTERS,
     a2a_history_values,
     apply_task,
     artifact_values,
@@ -45,7 +46,7 @@ def write_tasks(batch: Batch, items: Sequence[tuple[int, TaskSnapshot]]) -> None
         Task.objects.filter(in_keys(Task, ["protocol", "task_id"], keys)),
         ["protocol", "task_id"],
     )
-    counted_before = {key: (t.status, t.created_at) for key, t in stored.items()}
+    counted_before = {key: counters.keys_of(COUNTERS, t) for key, t in stored.items()}
     agents_before = {key: agent_counters.state_of(t) for key, t in stored.items()}
     history: dict[str, dict[str, Any]] = {}
     artifacts: dict[tuple[int, str], tuple[Task, dict[str, Any]]] = {}
@@ -80,11 +81,11 @@ def write_tasks(batch: Batch, items: Sequence[tuple[int, TaskSnapshot]]) -> None
     insert_rows(Task, new_rows, key=["protocol", "task_id"])
     upsert_by_pk(Task, tasks.updated_rows, keep=["first_seen_at"])
     for task in new_rows:
-        batch.count_create(counters.TASK, task.status, task.created_at)
+        batch.count_row_created(COUNTERS, task)
         batch.agents.created(task)
     for key in tasks.updated_keys:
         task = tasks.current[key]
-        batch.count_change(counters.TASK, counted_before[key], (task.status, task.created_at))
+        batch.count_row_changed(COUNTERS, counted_before[key], task)
         batch.agents.changed(agents_before[key], task)
     _refile_early_messages(new_rows)
     _write_children(history, artifacts)

@@ -13,6 +13,7 @@ from typing import Any
 
 from django.utils.translation import gettext
 
+from beeos_console.mirror import counters
 from beeos_console.mirror.edge import Outcome, clock_note, digest, is_older, stored_json
 from beeos_console.mirror.states import PROCESSING, QUEUED, Projection
 from tasks import states
@@ -21,6 +22,14 @@ from tasks.models import Message, Task
 from .snapshots import MessageSnapshot, TaskSnapshot, a2a_text
 
 _RANK = {QUEUED: 0, PROCESSING: 1}
+
+# The maintained counters a task is counted under (the registry's ``counters``; both
+# write paths, re-projection, prune and ``rebuild_counters`` read this): by display
+# status, and by protocol and display status ("a2a:processing").
+COUNTERS: counters.Counted = {
+    counters.TASK: "status",
+    counters.TASK_PROTOCOL: ("protocol", "status"),
+}
 
 
 def _rank(projection: Projection) -> int:

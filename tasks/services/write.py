@@ -20,6 +20,7 @@ from beeos_console.mirror.edge import IngestResult, Outcome
 from tasks.models import Artifact, Message, Task
 
 from .rules import (
+    COUNTERS,
     a2a_history_values,
     apply_task,
     artifact_values,
@@ -56,11 +57,11 @@ def write_task(
             return _create_task(snapshot, note)
         if outcome != Outcome.UPDATED:
             return IngestResult(outcome, task.task_id, task, note)
-        counted_before = (task.status, task.created_at)
+        counted_before = counters.keys_of(COUNTERS, task)
         agents_before = agent_counters.state_of(task)
         change = apply_task(task, snapshot)
         task.save()
-        counters.on_change(counters.TASK, counted_before, (task.status, task.created_at))
+        counters.on_row_changed(COUNTERS, counted_before, task)
         agent_counters.on_write(agents_before, task)
         _write_a2a_children(task, snapshot)
         if change is not None:
@@ -71,7 +72,7 @@ def write_task(
 def _create_task(snapshot: TaskSnapshot, note: str = "") -> IngestResult:
     task = new_task(snapshot)
     task.save(force_insert=True)
-    counters.on_create(counters.TASK, task.status, task.created_at)
+    counters.on_row_created(COUNTERS, task)
     agent_counters.on_write(None, task)
     if task.channel_id:
         # Messages that arrived before their task: file them under it now.
