@@ -6,6 +6,7 @@ with a lock on the tasks table; signals arrive while it runs.
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
@@ -23,6 +24,8 @@ from django_tasks.base import TaskResultStatus
 from django_tasks_db.models import DBTaskResult
 
 from beeos_console.auditlog.management.commands.grant_app_role import conninfo_of
+from beeos_console.core.management.commands.worker import JobReturned, StoppingWorker
+from beeos_console.core.management.commands.worker import logger as worker_logger
 from beeos_console.projection.models import ProjectionJob
 from beeos_console.projection.reprojection import run_projection_job
 
@@ -143,11 +146,6 @@ def test_sigterm_twice_lets_the_running_job_finish(worker, tasks_locked, audit_j
     assert job.state == ProjectionJob.State.FINISHED
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="known race, open in #15: under heavy load the second SIGINT can reach "
-    "db_worker's own handler, which keeps running the job instead of returning it",
-)
 def test_a_second_ctrl_c_returns_the_running_job_to_the_queue(worker, tasks_locked, audit_job):
     job, result = audit_job
     worker.process.send_signal(signal.SIGINT)
@@ -166,3 +164,81 @@ def test_a_second_ctrl_c_returns_the_running_job_to_the_queue(worker, tasks_lock
     job.refresh_from_db()
     assert result.status == TaskResultStatus.SUCCESSFUL
     assert job.state == ProjectionJob.State.FINISHED
+
+
+class SignalWhileLogging(logging.Handler):
+    """Sends the process one more signal from inside the first log line it sees.
+
+    Python runs the new signal's handler right there, inside the handler that is
+    logging: what happens on a loaded machine when the second Ctrl-C comes just
+    after the first one's message was written.
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(level=logging.WARNING)
+        self.signum = signum
+        self.sent = False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not self.sent:
+            self.sent = True
+            signal.raise_signal(self.signum)
+
+
+@pytest.fixture
+def signals_restored():
+    """The test process's own handlers and the worker logger's level, put back after."""
+    names = [signal.SIGINT, signal.SIGTERM, signal.SIGQUIT]
+    handlers = {signum: signal.getsignal(signum) for signum in names}
+    level = worker_logger.level
+    worker_logger.setLevel(logging.INFO)  # an earlier call_command(verbosity=0) silences it
+    yield
+    worker_logger.setLevel(level)
+    for signum, handler in handlers.items():
+        signal.signal(signum, handler)
+
+
+def idle_worker() -> StoppingWorker:
+    return StoppingWorker(
+        queue_names=["default"],
+        interval=0.2,
+        batch=False,
+        backend_name="default",
+        startup_delay=False,
+        max_tasks=None,
+        worker_id="in-process",
+        excluded_queue_names=[],
+    )
+
+
+@pytest.mark.parametrize("second", [signal.SIGINT, signal.SIGQUIT])
+def test_a_second_ctrl_c_inside_the_first_ones_handler_still_returns_the_job(
+    signals_restored, second
+):
+    worker = idle_worker()
+    worker.configure_signals()
+    worker.running_task = True  # a job is running
+    nudge = SignalWhileLogging(second)
+    worker_logger.addHandler(nudge)
+    try:
+        with pytest.raises(JobReturned):
+            signal.raise_signal(signal.SIGINT)  # its handler runs here, and the second inside
+    finally:
+        worker_logger.removeHandler(nudge)
+    assert nudge.sent
+    assert (worker.running, worker.returning) == (False, True)
+
+
+def test_a_sigterm_inside_the_first_ones_handler_changes_nothing(signals_restored):
+    worker = idle_worker()
+    worker.configure_signals()
+    worker.running_task = True
+    nudge = SignalWhileLogging(signal.SIGTERM)
+    worker_logger.addHandler(nudge)
+    try:
+        signal.raise_signal(signal.SIGTERM)
+        signal.raise_signal(signal.SIGTERM)  # and after it: nothing either
+    finally:
+        worker_logger.removeHandler(nudge)
+    assert nudge.sent
+    assert (worker.running, worker.returning) == (False, False)

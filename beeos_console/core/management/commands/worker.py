@@ -14,11 +14,19 @@ SIGQUIT and lets a running job finish. Two gaps remain, both closed here:
   of failing it: the console's jobs are safe to run again (a bulk cancel resumes by
   idempotency key, re-projections and cancel re-reads are repeatable).
 
+The signal handler is ``db_worker``'s ``shutdown``, overridden (``configure_signals``
+installs ``self.shutdown``: no other handler is ever installed). Python may run a
+handler inside another one (a signal arriving while the first is still running, e.g.
+while it writes its log line under load), so each call takes its place in one
+atomic step before doing anything else: two signals are always first and second,
+however close together they come.
+
 Options and everything else are ``db_worker``'s.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import signal
@@ -49,18 +57,24 @@ class StoppingWorker(Worker):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.returning = False
+        # Numbers the signals received: ``next`` is one C call, so a handler that runs
+        # inside another still gets its own number (a read-then-write of a flag would
+        # let both calls see "first").
+        self._signals = itertools.count()
 
     def shutdown(self, signum: int, frame: FrameType | None) -> None:
+        first = next(self._signals) == 0  # before anything else (see the module's docstring)
         name = signal.strsignal(signum)
-        if self.running:
-            logger.warning("Received %s: finishing the current job, then stopping.", name)
+        if first:
             self.running = False
+            logger.warning("Received %s: finishing the current job, then stopping.", name)
             return
-        if signum == signal.SIGTERM or not self.running_task:
-            return  # already stopping: a repeated SIGTERM, or nothing to interrupt
-        logger.warning("Received %s again: returning the current job to the queue.", name)
-        self.reset_signals()
+        if signum == signal.SIGTERM or not self.running_task or self.returning:
+            # A repeated SIGTERM; nothing to interrupt; or the job is being returned
+            # already (stopping now would strand it): changes nothing.
+            return
         self.returning = True
+        logger.warning("Received %s again: returning the current job to the queue.", name)
         raise JobReturned(name)
 
     def run_task(self, db_task_result: DBTaskResult) -> None:
