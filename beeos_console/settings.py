@@ -125,8 +125,8 @@ MIDDLEWARE = [
     # Next: errors under /api/ are JSON, even those Django answers before a view.
     "beeos_console.core.middleware.ApiErrorsMiddleware",
     "django.middleware.security.SecurityMiddleware",
-    # POSTs to the webhook receiver stop here: it needs no session, user, CSRF or locale.
-    "beeos_console.upstream.middleware.WebhookFastPathMiddleware",
+    # Up to here: what the webhook receiver's POSTs go through as well; the WSGI entry
+    # point answers them before Django's handler (beeos_console.webhook_wsgi).
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "csp.middleware.CSPMiddleware",
     "beeos_console.core.middleware.SecurityHeadersMiddleware",

@@ -15,6 +15,8 @@ a lock on the tasks table, which both need, and releases it after the SIGTERM.
 from __future__ import annotations
 
 import gzip
+import hashlib
+import hmac
 import http.client
 import json
 import os
@@ -46,6 +48,8 @@ VENV = BIN.parent
 PATIENCE = 240.0
 APP_ROLE = "console_app"
 ADMIN = "ada"
+WEBHOOK = "/api/v1/webhooks/beeos/"
+WEBHOOK_SECRET = "whsec_serve_" + "w" * 40
 
 
 def wait_for(what: str, check: Callable[[], object], timeout: float = PATIENCE) -> object:
@@ -240,6 +244,9 @@ def served(tmp_path_factory) -> Iterator[Served]:
         GRACEFUL_TIMEOUT="120",
         # The SIGTERM test holds a lock for as long as a slow machine needs.
         DATABASE_STATEMENT_TIMEOUT="600",
+        BEEOS_WEBHOOK_SECRET=WEBHOOK_SECRET,
+        # Webhooks stay queued: the SIGTERM test counts the worker's jobs.
+        WEBHOOK_NUDGE_SECONDS="0",
     )
     # The README's commands: the schema and the app's role, as the owner; the first admin.
     (roles,) = readme_blocks("### Database roles")
@@ -352,6 +359,67 @@ def test_a_request_is_one_json_log_line_with_its_request_id(served, admin):
     assert re.fullmatch(r"[0-9a-f]{32}", generated)
     anonymous = served.logged("the forged one's line", lambda e: e.get("request_id") == generated)
     assert anonymous["user"] is None and anonymous["view"] == "readyz"
+
+
+def signed_event(task_id: str, **extra: str) -> tuple[bytes, dict[str, str]]:
+    """A task_status event and its X-BeeOS-Signature, as BeeOS sends them."""
+    event = {
+        "type": "task_status",
+        "task_id": task_id,
+        "status": "running",
+        "timestamp": "2026-12-01T08:00:00Z",
+        **extra,
+    }
+    body = json.dumps(event).encode()
+    stamp = str(int(time.time()))
+    mac = hmac.new(WEBHOOK_SECRET.encode(), stamp.encode() + b"." + body, hashlib.sha256)
+    headers = {
+        "Content-Type": "application/json",
+        "X-BeeOS-Signature": f"t={stamp},v1={mac.hexdigest()}",
+    }
+    return body, headers
+
+
+def post(port: int, body: bytes, headers: dict[str, str]) -> Response:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=PATIENCE)
+    try:
+        connection.request("POST", WEBHOOK, body=body, headers=headers)
+        answer = connection.getresponse()
+        return Response(answer.status, answer.headers, answer.read())
+    finally:
+        connection.close()
+
+
+def test_a_webhook_is_acknowledged_with_its_request_id_and_log_line(served):
+    """The receiver, answered before Django's handler, keeps what every request gets."""
+    body, headers = signed_event("tsk_served_1")
+    # Plain HTTP under production settings: redirected to HTTPS like any request.
+    plain = post(served.port, body, headers)
+    assert plain.status == 301
+    assert plain.headers["Location"] == f"https://127.0.0.1:{served.port}{WEBHOOK}"
+    request_id = f"bee-{uuid.uuid4().hex}"
+    proxied = {**headers, "X-Forwarded-Proto": "https"}
+    answer = post(served.port, body, {**proxied, "X-Request-ID": request_id})
+    assert answer.status == 200 and json.loads(answer.body)["result"] == "queued"
+    assert answer.headers["X-Request-ID"] == request_id
+    assert answer.headers["Strict-Transport-Security"]
+    line = served.logged("the webhook's log line", lambda e: e.get("request_id") == request_id)
+    assert (line["view"], line["method"], line["path"], line["status"], line["user"]) == (
+        "api-webhook-beeos",
+        "POST",
+        WEBHOOK,
+        200,
+        None,
+    )
+    # A host not in ALLOWED_HOSTS, a body over DATA_UPLOAD_MAX_MEMORY_SIZE: JSON 4xx.
+    evil = post(served.port, body, {**proxied, "Host": "evil.example"})
+    assert evil.status == 400 and json.loads(evil.body) == {"detail": "Bad request."}
+    big_body, big_headers = signed_event("tsk_served_2", padding="x" * 2_700_000)
+    big = post(served.port, big_body, {**big_headers, "X-Forwarded-Proto": "https"})
+    assert big.status == 413 and "at most" in json.loads(big.body)["detail"]
+    assert served.sql("SELECT task_id, status FROM console_webhookinboxevent") == [
+        ("tsk_served_1", "queued")
+    ]
 
 
 def test_sigterm_lets_the_request_and_the_job_in_flight_finish(served, admin):

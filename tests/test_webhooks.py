@@ -3,7 +3,9 @@
 The receiver only verifies, validates the envelope and queues the event (one
 INSERT, deduplicated on the guide's key); ``manage.py apply_webhooks`` applies
 the queue. Applying, ordering, failures and the killed worker: test_webhook_inbox.py
-and test_webhook_worker_kill.py.
+and test_webhook_worker_kill.py. Every receiver test here runs twice: through the
+WSGI entry point gunicorn serves (the receiver answered before Django's handler,
+test_webhook_wsgi.py) and through Django's handler (the test client).
 """
 
 from __future__ import annotations
@@ -16,13 +18,16 @@ import time
 from urllib.parse import urlsplit
 
 import pytest
+from django.core.handlers.wsgi import WSGIHandler
 from django.core.management import call_command
 
 from beeos_console.auditlog.models import AuditEntry
 from beeos_console.upstream.models import WebhookInboxEvent
+from beeos_console.webhook_wsgi import WebhookFastPath
 from tasks.models import Task
 
 from .factories import make_task
+from .wsgi_client import WSGIClient
 
 URL = "/api/v1/webhooks/beeos/"
 SECRET = "whsec_" + "k" * 40
@@ -31,6 +36,15 @@ SECRET = "whsec_" + "k" * 40
 @pytest.fixture(autouse=True)
 def webhook_secret(settings):
     settings.BEEOS_WEBHOOK_SECRET = SECRET
+
+
+@pytest.fixture(params=["wsgi entry point", "django handler"])
+def client(request, client):
+    """The receiver as gunicorn serves it (``beeos_console.wsgi``), then as Django's own
+    handler serves it: the same answers, the same rows."""
+    if request.param == "django handler":
+        return client
+    return WSGIClient(WebhookFastPath(WSGIHandler()))
 
 
 def sign(body: bytes, *, secret: str = SECRET, at: int | None = None) -> tuple[str, str]:

@@ -30,6 +30,7 @@ from django.utils.functional import empty
 logger = logging.getLogger("beeos_console.request")
 
 HEADER = "X-Request-ID"
+META_KEY = "HTTP_X_REQUEST_ID"  # the header in the WSGI environ (no ``request.headers`` built)
 # A caller's id is kept when it is this short and this plain (UUIDs, trace ids,
 # "lb-1234:5"); anything else could forge log fields or bloat every line.
 _WELL_FORMED = re.compile(r"[A-Za-z0-9._:-]{1,128}")
@@ -55,7 +56,7 @@ class RequestLogMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponseBase:
         started = time.perf_counter()
-        request_id = request_id_from(request.headers.get(HEADER))
+        request_id = request_id_from(request.META.get(META_KEY))
         request.request_id = request_id  # type: ignore[attr-defined]
         current_request_id.set(request_id)
         response = self.get_response(request)
