@@ -26,6 +26,7 @@ with its error until an admin retries it (``retry``, audited).
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import json
 import logging
@@ -37,15 +38,16 @@ from typing import Any
 import psycopg
 from django.db import InterfaceError, OperationalError, ProgrammingError, connection, transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from beeos_console.auditlog import services as auditlog
 from beeos_console.auditlog.services import Actor
-from beeos_console.mirror.batch import Batch, in_keys, lock_by_key
-from beeos_console.mirror.edge import IngestResult, Outcome, Reader
+from beeos_console.mirror.batch import Batch, in_keys
+from beeos_console.mirror.edge import IngestError, IngestResult, Outcome, Reader
 from beeos_console.upstream.models import WebhookInboxEvent
 from tasks import states
 from tasks.models import Task
-from tasks.services.batch import write_tasks
+from tasks.services.batch import lock_tasks, write_tasks
 from tasks.services.rules import decide_task
 from tasks.services.snapshots import TaskSnapshot, parse_a2a_task, parse_openapi_task
 
@@ -306,42 +308,38 @@ SYSTEMIC = (
     psycopg.InterfaceError,
     psycopg.ProgrammingError,
 )
-# What a task_status event's snapshot is built on, and what decide_task compares.
-_BASE_FIELDS = (
-    "protocol",
-    "task_id",
-    "raw_state",
-    "payload_digest",
-    "updated_at",
-    "created_at",
-    "raw_payload",
-    "agent_id",
-)
+
+
+@functools.cache
+def snapshot_fields() -> tuple[str, ...]:
+    """The fields a parsed BeeOS task carries (``TaskSnapshot.fields``, the task's
+    columns of the same names), as the one parser names them."""
+    return tuple(
+        parse_openapi_task({"task_id": "t", "status": "queued"}, agent_optional=True).fields
+    )
 
 
 def _apply(events: list[Claimed], actor: Actor) -> dict[int, Mark]:
     """Each event's mark; the writes happen here, inside the caller's transaction."""
     if not events:
         return {}
-    keys = sorted({e.key for e in events})
-    # Locked in key order, as write_tasks locks them (two writers never deadlock): the
-    # stored rows are the base a task_status event's snapshot is built on.
-    stored: dict[TaskKey, Task] = lock_by_key(
-        Task.objects.filter(in_keys(Task, ["protocol", "task_id"], keys)).only(*_BASE_FIELDS),
-        ["protocol", "task_id"],
-    )
+    # Read and locked once, in key order (as write_tasks would: two writers never
+    # deadlock): the base each task_status event's snapshot is built on, and the rows
+    # the batch writes.
+    stored = lock_tasks({e.key for e in events})
     items, marks = snapshots(events, stored)
     now = timezone.now()
     try:
         with transaction.atomic():
             batch = WebhookBatch(actor, now)
-            write_tasks(batch, items)
+            write_tasks(batch, items, stored=stored)
             batch.flush()
             _flag_reread(batch.reread, now)
         results = batch.results
     except Exception:  # noqa: BLE001 - whatever it was, it must not block the queue
         # One bad row fails the set-based statement: replay event by event, each in
-        # a savepoint, so only the events that really can't be written fail.
+        # a savepoint, so only the events that really can't be written fail (each
+        # reading its rows again: the failed attempt changed ``stored`` in memory).
         log.warning("webhook batch rolled back; applying it event by event", exc_info=True)
         results = {}
         broken = 0
@@ -402,61 +400,61 @@ def snapshots(
 
 @dataclass(slots=True)
 class _Shadow:
-    """What the next event of a task needs of it: the base of its snapshot (raw
-    payload, agent) and what ``decide_task`` compares (digest, state, times). Kept
-    as ``rules.new_task`` / ``apply_task`` leave those fields, without building a
-    model instance per event."""
+    """A task as the events before the next one left it: its columns named by
+    ``snapshot_fields`` (kept as ``rules.new_task`` / ``apply_task`` store them),
+    its raw state, raw payload and digest (what ``decide_task`` compares), without
+    building a model instance per event."""
 
     protocol: str
     raw_state: str
     payload_digest: str
-    updated_at: dt.datetime | None
-    created_at: dt.datetime | None
     raw_payload: dict[str, Any]
-    agent_id: str
+    fields: dict[str, Any]
+
+    @property
+    def updated_at(self) -> dt.datetime | None:
+        return self.fields["updated_at"]
 
     @classmethod
     def of(cls, task: Task) -> _Shadow:
-        return cls(
-            task.protocol,
-            task.raw_state,
-            task.payload_digest,
-            task.updated_at,
-            task.created_at,
-            task.raw_payload,
-            task.agent_id,
-        )
+        fields = {name: getattr(task, name) for name in snapshot_fields()}
+        return cls(task.protocol, task.raw_state, task.payload_digest, task.raw_payload, fields)
 
     @classmethod
     def created(cls, snapshot: TaskSnapshot) -> _Shadow:
-        fields = snapshot.fields
-        created = fields.get("created_at") or snapshot.updated_at or timezone.now()
+        fields = dict(snapshot.fields)
+        if fields.get("created_at") is None:
+            fields["created_at"] = snapshot.updated_at or timezone.now()
+        if fields.get("updated_at") is None:
+            fields["updated_at"] = fields["created_at"]
         return cls(
             snapshot.protocol,
             snapshot.raw_state,
             snapshot.payload_digest,
-            fields.get("updated_at") or created,
-            created,
             snapshot.payload,
-            fields.get("agent_id") or "",
+            fields,
         )
 
     def take(self, snapshot: TaskSnapshot) -> None:
-        fields = snapshot.fields
-        if fields.get("created_at") is not None:
-            self.created_at = fields["created_at"]
-        if "updated_at" in fields:
-            self.updated_at = fields["updated_at"]
-        if self.updated_at is None:
-            self.updated_at = self.created_at
-        self.agent_id = fields.get("agent_id", self.agent_id)
+        for name, value in snapshot.fields.items():
+            if name != "created_at" or value is not None:
+                self.fields[name] = value
+        if self.fields.get("updated_at") is None:
+            self.fields["updated_at"] = self.fields.get("created_at")
         self.raw_state = snapshot.raw_state
         self.raw_payload = snapshot.payload
         self.payload_digest = snapshot.payload_digest
 
 
-def task_event_snapshot(payload: dict[str, Any], task: Task | _Shadow | None) -> TaskSnapshot:
-    """The stored task with a ``task_status`` event's status and time on top."""
+def task_event_snapshot(payload: dict[str, Any], task: _Shadow | None) -> TaskSnapshot:
+    """The stored task with a ``task_status`` event's status and time on top.
+
+    A new task is the event alone, parsed as any first snapshot. A stored task's
+    fields are its columns (what the parser made of its payload when it was
+    written), not its raw payload parsed again: the event moves the status, the
+    update time, the context and, on a terminal status, the completion time, in
+    the raw payload and in the fields alike.
+    """
     # Typed reads only: the receiver validated the whole event before storing it.
     r = Reader(payload, prefix="event.")
     task_id = r.id("task_id")
@@ -465,14 +463,28 @@ def task_event_snapshot(payload: dict[str, Any], task: Task | _Shadow | None) ->
     context_id = r.str("context_id")
     r.raise_if_invalid()
     assert timestamp is not None  # required above
-    base: dict[str, Any] = dict(task.raw_payload) if task else {"task_id": task_id}
-    base.setdefault("agent_id", task.agent_id if task else "")
-    base.update({"status": status, "updated_at": timestamp.isoformat()})
+    stamp = timestamp.isoformat()
+    ends = states.is_terminal(states.OPENAPI, status)
+    if task is None:
+        first: dict[str, Any] = {"task_id": task_id, "agent_id": "", "status": status}
+        first["updated_at"] = stamp
+        if context_id:
+            first["context_id"] = context_id
+        if ends:
+            first["completed_at"] = stamp
+        return parse_openapi_task(first, agent_optional=True)
+    if not isinstance(task.raw_payload, dict):  # a row an older version left
+        raise IngestError({"task.raw_payload": [gettext("must be a JSON object")]})
+    base = dict(task.raw_payload)
+    base.setdefault("agent_id", task.fields["agent_id"])
+    base.update({"status": status, "updated_at": stamp})
+    fields = {**task.fields, "updated_at": timestamp}
     if context_id:
-        base["context_id"] = context_id
-    if states.is_terminal(states.OPENAPI, status) and not base.get("completed_at"):
-        base["completed_at"] = timestamp.isoformat()
-    return parse_openapi_task(base, agent_optional=True)
+        base["context_id"] = fields["context_id"] = context_id
+    if ends and not base.get("completed_at"):
+        base["completed_at"] = stamp
+        fields["completed_at"] = timestamp
+    return TaskSnapshot(states.OPENAPI, task_id, status, fields, timestamp, base)
 
 
 def _flag_reread(keys: set[TaskKey], now: dt.datetime) -> None:

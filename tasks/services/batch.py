@@ -8,7 +8,7 @@ records.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from beeos_console.mirror import agent_counters, counters
@@ -37,15 +37,21 @@ from .snapshots import MessageSnapshot, TaskSnapshot
 TaskKey = tuple[str, str]
 
 
-def write_tasks(batch: Batch, items: Sequence[tuple[int, TaskSnapshot]]) -> None:
-    """Task snapshots (OpenAPI, product, A2A) in record order."""
+def write_tasks(
+    batch: Batch,
+    items: Sequence[tuple[int, TaskSnapshot]],
+    *,
+    stored: dict[TaskKey, Task] | None = None,
+) -> None:
+    """Task snapshots (OpenAPI, product, A2A) in record order.
+
+    ``stored``: the rows of these snapshots' keys, whole, as the caller read and
+    locked them in this transaction (``lock_tasks``) and left them; else read here.
+    """
     if not items:
         return
-    keys = sorted({(s.protocol, s.task_id) for _, s in items})
-    stored: dict[TaskKey, Task] = lock_by_key(
-        Task.objects.filter(in_keys(Task, ["protocol", "task_id"], keys)),
-        ["protocol", "task_id"],
-    )
+    if stored is None:
+        stored = lock_tasks({(s.protocol, s.task_id) for _, s in items})
     counted_before = {key: counters.keys_of(COUNTERS, t) for key, t in stored.items()}
     agents_before = {key: agent_counters.state_of(t) for key, t in stored.items()}
     history: dict[str, dict[str, Any]] = {}
@@ -89,6 +95,14 @@ def write_tasks(batch: Batch, items: Sequence[tuple[int, TaskSnapshot]]) -> None
         batch.agents.changed(agents_before[key], task)
     _refile_early_messages(new_rows)
     _write_children(history, artifacts)
+
+
+def lock_tasks(keys: Iterable[TaskKey]) -> dict[TaskKey, Task]:
+    """The stored tasks of ``keys`` (protocol, task_id), locked in key order."""
+    return lock_by_key(
+        Task.objects.filter(in_keys(Task, ["protocol", "task_id"], sorted(keys))),
+        ["protocol", "task_id"],
+    )
 
 
 def _refile_early_messages(new_rows: list[Task]) -> None:
