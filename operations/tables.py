@@ -9,24 +9,29 @@ from typing import Any
 
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
-from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 from beeos_console.core.exports import ExportColumn
-from beeos_console.core.tables import Column, SelectColumn, Table, id_parts, truncate
+from beeos_console.core.tables import Column, SelectColumn, Table, truncate
 from beeos_console.mirror import i18n
 from beeos_console.mirror.columns import AgeColumn, FilterLinkColumn, IdColumn, RawColumn, badge
 from operations.models import RuntimeOperation
 
-# The id cell, linked; the column shows the method under it.
-_ID = IdColumn(url="operations:detail", length=22)
+
+class OperationColumn(IdColumn):
+    """The operation id, linked, with its method under it."""
+
+    def parts(self, value: Any, row: Any, table: Table) -> tuple[str, ...]:
+        fmt, *args = super().parts(value, row, table)
+        return (fmt + '<br><code class="small">{}</code>', *args, row.method)
 
 
 class OperationTable(Table):
     """Operations for one viewer: ``exclude=("pick",)`` without bulk checkboxes."""
 
     pick = SelectColumn(value="pick_value", enabled="can_pick", label="pick_label")
-    operation_id = Column(_("Operation · method"), render="render_operation")
+    operation_id = OperationColumn(_("Operation · method"), url="operations:detail", length=22)
     status = Column(_("Status"), accessor=("status", "reason"), render="render_status", cache=True)
     raw_status = RawColumn(_("Raw status"))
     effect_state = RawColumn("effectState")
@@ -80,11 +85,7 @@ class OperationTable(Table):
         return op.operation_id
 
     def pick_label(self, op: RuntimeOperation) -> str:
-        return gettext("Select %(id)s") % {"id": op.operation_id}
-
-    def render_operation(self, value: str, op: RuntimeOperation) -> SafeString:
-        fmt, *args = id_parts(value, _ID.length, _ID.href(value, op, self))
-        return format_html(fmt + '<br><code class="small">{}</code>', *args, op.method)
+        return self.gettext("Select %(id)s") % {"id": op.operation_id}
 
     def render_status(self, value: tuple[str, str], op: RuntimeOperation) -> SafeString:
         status, reason = value

@@ -11,8 +11,8 @@ from typing import Any
 
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
-from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 from beeos_console.core.exports import ExportColumn
 from beeos_console.core.tables import CodeColumn, Column, SelectColumn, Table, truncate
@@ -28,6 +28,26 @@ from beeos_console.mirror.columns import (
     url_for,
 )
 from tasks.models import Message, Task
+
+
+class UpdatedColumn(AgeColumn):
+    """When the task last changed; for an operator, a link that cancels it there if it can."""
+
+    def parts(self, value: Any, row: Any, table: Table) -> tuple[str, ...]:
+        updated = super().parts(value, row, table)
+        if not (table.operator and table.cancellable(row)):
+            return updated
+        detail = url_for(table, "tasks:detail")(row.task_id, protocol=row.protocol)
+        cancel = url_for(table, "tasks:cancel")(row.task_id, protocol=row.protocol, row=1)
+        return (
+            updated[0] + ' <a class="small" href="{}#cancel" hx-get="{}"'
+            ' hx-target="closest tr" hx-swap="afterend" title="{}">{}</a>',
+            *updated[1:],
+            detail,
+            cancel,
+            table.gettext("Cancel this task"),
+            table.gettext("Cancel…"),
+        )
 
 
 class TaskTable(Table):
@@ -50,7 +70,7 @@ class TaskTable(Table):
     )
     agent_id = AgentColumn(_("Agent"), param="agent_id", title=_("Only this agent"), length=20)
     created_at = AgeColumn(_("Age"), sort_key="created")
-    updated_at = Column(_("Updated"), sort_key="updated", render="render_updated")
+    updated_at = UpdatedColumn(_("Updated"), sort_key="updated")
 
     empty_text = _("No tasks match these filters.")
     # The columns the table reads (and the sorts page on): the list loads only these.
@@ -70,6 +90,8 @@ class TaskTable(Table):
 
     def __init__(self, rows: Any = (), *, operator: bool, selectable: bool | None = None) -> None:
         self.operator = operator
+        # ``Task.is_cancellable`` per (protocol, raw state): a small vocabulary.
+        self._cancellable: dict[tuple[str, str], bool] = {}
         selectable = operator if selectable is None else selectable
         super().__init__(rows, exclude=() if selectable else ("pick",))
 
@@ -79,14 +101,22 @@ class TaskTable(Table):
     def protocol_query(self, task: Task) -> str:
         return f"?protocol={task.protocol}"
 
+    def cancellable(self, task: Task) -> bool:
+        """``task.is_cancellable``, worked out once per protocol and raw state per table."""
+        key = (task.protocol, task.raw_state)
+        found = self._cancellable.get(key)
+        if found is None:
+            found = self._cancellable[key] = task.is_cancellable
+        return found
+
     def can_pick(self, task: Task) -> bool:
-        return task.is_cancellable
+        return self.cancellable(task)
 
     def pick_value(self, task: Task) -> str:
         return f"{task.protocol}:{task.task_id}"
 
     def pick_label(self, task: Task) -> str:
-        return gettext("Select %(id)s") % {"id": task.task_id}
+        return self.gettext("Select %(id)s") % {"id": task.task_id}
 
     def render_protocol(self, value: str, task: Task) -> SafeString:
         return format_html("{}", task.get_protocol_display())
@@ -114,22 +144,6 @@ class TaskTable(Table):
             i18n.retry_words(policy),
             certainty,
             policy,
-        )
-
-    def render_updated(self, value: Any, task: Task) -> SafeString:
-        updated = self.base_columns["created_at"].render(value, task, self)
-        if not (self.operator and task.is_cancellable):
-            return updated
-        detail = url_for(self, "tasks:detail")(task.task_id, protocol=task.protocol)
-        cancel = url_for(self, "tasks:cancel")(task.task_id, protocol=task.protocol, row=1)
-        return format_html(
-            '{} <a class="small" href="{}#cancel" hx-get="{}"'
-            ' hx-target="closest tr" hx-swap="afterend" title="{}">{}</a>',
-            updated,
-            detail,
-            cancel,
-            gettext("Cancel this task"),
-            gettext("Cancel…"),
         )
 
 
@@ -167,11 +181,11 @@ class MessageTable(Table):
         if task is None:
             return format_html(
                 '<span class="muted" title="{}">{}</span>',
-                gettext("conversation %(id)s") % {"id": m.conversation_id},
-                gettext("not mirrored"),
+                self.gettext("conversation %(id)s") % {"id": m.conversation_id},
+                self.gettext("not mirrored"),
             )
         detail = url_for(self, "tasks:detail")(task.task_id, protocol=task.protocol)
-        return short_id(task.task_id, 24, f"{detail}#m-{m.pk}")
+        return short_id(task.task_id, 24, f"{detail}#m-{m.pk}", self.gettext)
 
     def render_status(self, value: tuple[str, str], m: Message) -> SafeString:
         """An A2A history message has no outcome of its own: a neutral entry, not a badge."""
@@ -179,13 +193,13 @@ class MessageTable(Table):
         if source == Message.Source.A2A:
             return format_html(
                 '<span class="pill history" title="{}">{}</span>',
-                gettext("An A2A history message: part of the conversation, not an outcome"),
-                gettext("history"),
+                self.gettext("An A2A history message: part of the conversation, not an outcome"),
+                self.gettext("history"),
             )
         return badge(status)
 
     def render_message_id(self, value: str, m: Message) -> SafeString:
-        return short_id(value, 24)
+        return short_id(value, 24, tr=self.gettext)
 
     def render_body(self, value: str, m: Message) -> SafeString:
         return format_html("{}", truncate(value, 80))

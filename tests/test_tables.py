@@ -6,14 +6,19 @@ import datetime as dt
 from types import SimpleNamespace
 
 import pytest
+from django.http import QueryDict
+from django.utils import translation
 from django.utils.html import format_html
 
+from beeos_console.agents.filtersets import AgentFilterSet
 from beeos_console.core.forms import CheckboxGroup
 from beeos_console.core.tables import CodeColumn, Column, Table
 from beeos_console.mirror.columns import FilterLinkColumn, RawColumn, StatusColumn
+from beeos_console.mirror.models import AgentCount
 from operations.filtersets import RuntimeOperationFilterSet
 from tasks.filtersets import MessageFilterSet, TaskFilterSet
 from tasks.forms import TaskFilterForm
+from tasks.models import Task
 
 HOSTILE = "<b>\"x\" & 'y'</b>"
 
@@ -108,3 +113,49 @@ def test_age_uses_the_tables_now():
 
     now = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
     assert Ages([], now=now).now == now
+
+
+def test_filtersets_share_declared_filters_but_not_their_state():
+    """Each FilterSet gets its own filters (own parent, own method binding) and a form of
+    a class built once; two requests' data never meet."""
+    failed = TaskFilterSet(QueryDict("status=failed"), queryset=Task.objects.none())
+    bogus = TaskFilterSet(QueryDict("status=bogus&protocol=x"), queryset=Task.objects.none())
+    assert failed.is_valid() and not bogus.is_valid()
+    assert set(bogus.errors) == {"status", "protocol"} and not failed.errors
+    assert failed.form.cleaned_data["status"] == ["failed"]
+    assert failed.filters["status"] is not bogus.filters["status"]
+    assert failed.filters["status"].parent is failed and bogus.filters["status"].parent is bogus
+    assert type(failed.form) is type(bogus.form)
+    # A filter with a method runs it on its own FilterSet.
+    agents = [AgentFilterSet(QueryDict(""), queryset=AgentCount.objects.none()) for _ in range(2)]
+    for agent_filters in agents:
+        assert agent_filters.filters["stuck"].filter.f is agent_filters.filters["stuck"]
+        assert agent_filters.filters["stuck"].parent is agent_filters
+
+
+def test_panel_fields_are_drawn_the_same_from_the_cache():
+    """An empty panel field is drawn once and reused; a value or an error is drawn afresh."""
+
+    def panel(query: str, errors: dict | None = None) -> dict[str, str]:
+        form = TaskFilterForm(QueryDict(query))
+        form.show_errors(errors or {})
+        return {field.name: str(field.panel) for field in form.visible_fields()}
+
+    first, again = panel(""), panel("")
+    assert first == again
+    assert '<input type="text" name="q" maxlength="256" id="id_q">' in first["q"]
+    picked = panel("status=failed&q=%3Cb%3E")
+    assert picked["q"] != first["q"] and 'value="&lt;b&gt;"' in picked["q"]
+    assert (
+        "checked" in picked["status"] and '<details class="filter-group" open>' in picked["status"]
+    )
+    assert picked["stuck"] == first["stuck"]
+    wrong = panel("stuck=abc", {"stuck": ["Enter a number."]})
+    assert 'aria-invalid="true"' in wrong["stuck"] and "Enter a number." in wrong["stuck"]
+    # An error on an empty field (e.g. a FilterSet error) is shown, and not kept.
+    empty_wrong = panel("", {"stuck": ["Enter a number."]})
+    assert 'aria-invalid="true"' in empty_wrong["stuck"]
+    assert panel("")["stuck"] == first["stuck"]
+    with translation.override("zh-hans"):
+        chinese = panel("")
+    assert chinese["created_within"] != first["created_within"]

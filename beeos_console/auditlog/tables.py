@@ -36,12 +36,14 @@ class AuditEntryTable(Table):
         if not e.object_id:
             return format_html("{} <code>{}</code>", e.object_kind, "—")
         if not name:
-            fmt, *args = id_parts(e.object_id, 30)
+            fmt, *args = id_parts(e.object_id, 30, tr=self.gettext)
             return format_html("{} " + fmt, e.object_kind, *args)
         urls = self.__dict__.setdefault("_urls", {})  # one reverse per render, not per row
         url = urls.get(name) or urls.setdefault(name, ObjectUrl(name))
         protocol = e.detail.get("protocol") if isinstance(e.detail, dict) else None
-        fmt, *args = id_parts(e.object_id, 30, url(e.object_id, protocol=protocol or None))
+        fmt, *args = id_parts(
+            e.object_id, 30, url(e.object_id, protocol=protocol or None), self.gettext
+        )
         return format_html("{} " + fmt, e.object_kind, *args)
 
     def _state(self, raw_value: str, snapshot: Any) -> SafeString:

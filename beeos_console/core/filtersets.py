@@ -2,26 +2,83 @@
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
+from collections import OrderedDict
 from typing import Any
 
 import django_filters
 from django import forms
 from django.db.models import Q, QuerySet
+from django.utils.translation import get_language
 from django.utils.translation import gettext_lazy as _
 
 
+class SharedFields(dict):
+    """A form's declared fields, shared by its instances instead of deep-copied per form.
+
+    Django deep-copies a form's fields (and their widgets and choices) for every
+    instance, in case one is changed for that request; the filter panels and the
+    FilterSets' forms never change their fields, and the copy of ~20 fields cost
+    ~0.7 ms a page. Use only on forms whose fields are read-only.
+    """
+
+    def __deepcopy__(self, memo: dict) -> dict:
+        return dict(self)
+
+
+class _FilterCopies(OrderedDict):
+    """A FilterSet's declared filters, copied per instance one level deep.
+
+    django-filter deep-copies every filter (its choices, label, field kwargs)
+    for each FilterSet, only to give each copy its own ``model`` and ``parent``.
+    A shallow copy of each filter gives them that too; what it shares (choices,
+    field kwargs) is never changed after the class is declared.
+    """
+
+    def __deepcopy__(self, memo: dict) -> OrderedDict:
+        copies: OrderedDict = OrderedDict()
+        for name, f in self.items():
+            copied = copy.copy(f)
+            if f.method is not None:
+                copied.method = f.method  # its own FilterMethod, resolved on its own parent
+            copies[name] = copied
+        return copies
+
+
+# Per FilterSet class and language: the form class validating its data (its fields shared).
+_FORM_CLASSES: dict[tuple[type, str | None], type[forms.Form]] = {}
+
+
 class ConsoleFilterSet(django_filters.FilterSet):
-    """Data filters only: the filter panel (widgets, order, sort, refresh) is a ``FilterForm``."""
+    """Data filters only: the filter panel (widgets, order, sort, refresh) is a ``FilterForm``.
+
+    The filters and the validating form are the class's own, never changed per
+    request: each instance gets shallow copies of the filters and a form of a
+    class built once (per language: a label drawn from a model's verbose name
+    is translated when the form class is built).
+    """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        cls = type(self)
+        if type(cls.__dict__.get("base_filters")) is not _FilterCopies:
+            # django-filter's MultipleChoiceFilter adds DISTINCT by default. On a column
+            # of the row itself it cannot remove a duplicate, but it makes PostgreSQL
+            # de-duplicate whole rows (and sort on every column) before the keyset LIMIT.
+            for f in cls.base_filters.values():
+                if isinstance(f, django_filters.MultipleChoiceFilter) and "__" not in f.field_name:
+                    f.distinct = False
+            cls.base_filters = _FilterCopies(cls.base_filters)
         super().__init__(*args, **kwargs)
-        # django-filter's MultipleChoiceFilter adds DISTINCT by default. On a column
-        # of the row itself it cannot remove a duplicate, but it makes PostgreSQL
-        # de-duplicate whole rows (and sort on every column) before the keyset LIMIT.
-        for f in self.filters.values():
-            if isinstance(f, django_filters.MultipleChoiceFilter) and "__" not in f.field_name:
-                f.distinct = False
+
+    def get_form_class(self) -> type[forms.Form]:
+        key = (type(self), get_language())
+        form_class = _FORM_CLASSES.get(key)
+        if form_class is None:
+            form_class = super().get_form_class()
+            form_class.base_fields = SharedFields(form_class.base_fields)
+            _FORM_CLASSES[key] = form_class
+        return form_class
 
 
 class AnyValueMultipleField(forms.MultipleChoiceField):

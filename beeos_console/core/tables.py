@@ -25,15 +25,18 @@ per value per table (``Column.cache``).
 from __future__ import annotations
 
 import datetime as dt
+import html
 import itertools
 from collections.abc import Callable, Iterable, Mapping
+from operator import attrgetter
 from typing import Any, ClassVar
 
 from django.utils import timezone
+from django.utils.functional import Promise
 from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import Truncator
-from django.utils.translation import gettext, gettext_lazy
+from django.utils.translation import gettext, gettext_lazy, gettext_noop
 
 _counter = itertools.count()
 EMPTY = "—"
@@ -75,10 +78,15 @@ def middle(text: str, length: int) -> str:
     return f"{text[:head]}…{text[len(text) - tail :]}" if tail else text[:head] + "…"
 
 
-def id_parts(text: str, length: int, href: str | None = None) -> tuple[str, ...]:
-    """An id cell as ``format_html`` parts: middle ellipsis, full id on hover, copy button."""
+def id_parts(
+    text: str, length: int, href: str | None = None, tr: Callable[[str], str] = gettext
+) -> tuple[str, ...]:
+    """An id cell as ``format_html`` parts: middle ellipsis, full id on hover, copy button.
+
+    ``tr``: the ``gettext`` to use (a table's ``Table.gettext`` in its rows).
+    """
     short = middle(text, length)
-    copy_title, copy = gettext("Copy to clipboard"), gettext("Copy")
+    copy_title, copy = tr(gettext_noop("Copy to clipboard")), tr(gettext_noop("Copy"))
     if href is None:
         return (
             '<code class="id" title="{}">{}</code>'
@@ -99,6 +107,21 @@ def id_parts(text: str, length: int, href: str | None = None) -> tuple[str, ...]
         copy_title,
         copy,
     )
+
+
+def escaped(value: Any) -> SafeString | str:
+    """``conditional_escape(value)``: the same result, faster on a plain ``str``.
+
+    Django's ``escape`` is ``html.escape(str(text))`` behind a ``keep_lazy`` wrapper
+    that looks for lazy arguments on every call; a ``str`` (not ``SafeString``,
+    not lazy) needs none of that, and a ``SafeString`` is kept as it is.
+    """
+    kind = type(value)
+    if kind is str:
+        return html.escape(value)
+    if kind is SafeString:
+        return value
+    return conditional_escape(value)
 
 
 def attrs_html(attrs: Mapping[str, Any] | None) -> SafeString:
@@ -160,8 +183,16 @@ class Column:
         parts = self.accessor.split(".") if isinstance(self.accessor, str) and self.accessor else ()
         # A number indexes a tuple row (e.g. ``"0"``); anything else is an attribute.
         self.path = tuple(int(p) if p.isdigit() else p for p in parts)
+        # The common accessors (one attribute, or several: their tuple) as one C call.
+        self._getter: Callable[[Any], Any] | None = None
+        if self.fields is not None and len(self.fields) > 1:
+            self._getter = attrgetter(*self.fields)
+        elif len(self.path) == 1 and type(self.path[0]) is str:
+            self._getter = attrgetter(self.path[0])
 
     def value(self, row: Any) -> Any:
+        if self._getter is not None:
+            return self._getter(row)
         if self.fields is not None:
             return tuple(getattr(row, f) for f in self.fields)
         for part in self.path:
@@ -188,28 +219,30 @@ class Column:
         return format_html("<th>{}</th>", self.header)
 
 
-def short_age(value: dt.datetime, now: dt.datetime | None = None) -> str:
+def short_age(
+    value: dt.datetime, now: dt.datetime | None = None, tr: Callable[[str], str] = gettext
+) -> str:
     """The largest unit only: "45 s ago", "3 h ago", "2 d ago", "in 5 min" (translated)."""
     now = now or timezone.now()
     seconds = int((now - value).total_seconds())
     future, seconds = seconds < 0, abs(seconds)
-    span = short_span(seconds)
+    span = short_span(seconds, tr)
     return (
-        gettext("in %(span)s") % {"span": span}
+        tr(gettext_noop("in %(span)s")) % {"span": span}
         if future
-        else gettext("%(span)s ago") % {"span": span}
+        else tr(gettext_noop("%(span)s ago")) % {"span": span}
     )
 
 
-def short_span(seconds: int) -> str:
+def short_span(seconds: int, tr: Callable[[str], str] = gettext) -> str:
     """A duration in its largest unit only: "45 s", "5 min", "3 h", "2 d" (translated)."""
     if seconds >= 86400:
-        return gettext("%(n)d d") % {"n": seconds // 86400}
+        return tr(gettext_noop("%(n)d d")) % {"n": seconds // 86400}
     if seconds >= 3600:
-        return gettext("%(n)d h") % {"n": seconds // 3600}
+        return tr(gettext_noop("%(n)d h")) % {"n": seconds // 3600}
     if seconds >= 60:
-        return gettext("%(n)d min") % {"n": seconds // 60}
-    return gettext("%(n)d s") % {"n": seconds}
+        return tr(gettext_noop("%(n)d min")) % {"n": seconds // 60}
+    return tr(gettext_noop("%(n)d s")) % {"n": seconds}
 
 
 def age(value: dt.datetime | None, now: dt.datetime | None = None) -> SafeString:
@@ -217,17 +250,19 @@ def age(value: dt.datetime | None, now: dt.datetime | None = None) -> SafeString
     return format_html(*_age_parts(value, now))
 
 
-def _age_parts(value: dt.datetime | None, now: dt.datetime | None) -> tuple[str, ...]:
+def _age_parts(
+    value: dt.datetime | None, now: dt.datetime | None, tr: Callable[[str], str] = gettext
+) -> tuple[str, ...]:
     if value is None:
         return ('<span class="muted">{}</span>', EMPTY)
     # The two stamps are digits, letters and ":-+. " only, made here from a datetime: safe
     # without escaping (saves escapes per time cell, the bulk of a list's escaping cost).
-    # The age is translated words: escaped.
+    # The age is translated words: escaped by whoever formats the parts.
     return (
         '<time datetime="{}" title="{}">{}</time>',
         SafeString(value.isoformat()),
         SafeString(value.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")),
-        conditional_escape(short_age(value, now)),
+        short_age(value, now, tr),
     )
 
 
@@ -235,7 +270,7 @@ class AgeColumn(Column):
     """A time relative to the table's ``now``, the exact UTC time on hover."""
 
     def parts(self, value: Any, row: Any, table: Table) -> tuple[str, ...]:
-        return _age_parts(value, table.now)
+        return _age_parts(value, table.now, table.gettext)
 
 
 class CodeColumn(Column):
@@ -263,15 +298,19 @@ class SelectColumn(Column):
     def header_html(self) -> SafeString:
         return format_html('<th><span class="visually-hidden">{}</span></th>', self.header)
 
-    def render(self, value: Any, row: Any, table: Table) -> SafeString:
+    def parts(self, value: Any, row: Any, table: Table) -> tuple[str, ...]:
         if not getattr(table, self.enabled_method)(row):
-            return SafeString("")
-        return format_html(
+            return ("",)
+        return (
             '<input type="checkbox" name="pick" value="{}" form="{}" aria-label="{}">',
             getattr(table, self.value_method)(row),
             self.form,
             getattr(table, self.label_method)(row),
         )
+
+    def render(self, value: Any, row: Any, table: Table) -> SafeString:
+        parts = self.parts(value, row, table)
+        return format_html(*parts) if len(parts) > 1 else SafeString("")
 
 
 class _Declared(type):
@@ -316,6 +355,8 @@ class Table(metaclass=_Declared):
         skip = set(exclude)
         self.columns = [c for name, c in self.base_columns.items() if name not in skip]
         self.now = now or timezone.now()
+        # ``gettext`` results of this render (see ``gettext``).
+        self._words: dict[Any, str] = {}
         # Per column: (column, render method or None, per-value cache or None, "<td…>{}</td>").
         self._cells: list[tuple[Column, Callable[..., Any] | None, dict | None, str]] = []
         for column in self.columns:
@@ -335,6 +376,26 @@ class Table(metaclass=_Declared):
             td = format_html('<td class="{}">', column.css_class) if column.css_class else "<td>"
             td = td.replace("{", "{{").replace("}", "}}")
             self._cells.append((column, bound, {} if column.cache else None, td))
+
+    def gettext(self, message: str) -> str:
+        """``gettext(message)``, translated once per table: a render never changes
+        language, and fifty rows would otherwise translate the same words fifty times
+        (a copy button's title, "%(span)s ago")."""
+        found = self._words.get(message)
+        if found is None:
+            found = self._words[message] = gettext(message)
+        return found
+
+    def text(self, label: str | Promise) -> str:
+        """A label a column was given: a lazy translation in the active language (once per
+        table), a plain string as it is."""
+        if type(label) is str:
+            return label
+        # Keyed by identity: the column holding the lazy string outlives the render.
+        found = self._words.get(id(label))
+        if found is None:
+            found = self._words[id(label)] = str(label)
+        return found
 
     @classmethod
     def sort_fields(cls) -> dict[str, str]:
@@ -365,15 +426,17 @@ class Table(metaclass=_Declared):
                 args.extend(parts[1:])
                 continue
             if cache is not None:
-                html = cache.get(value)
-                if html is None:
-                    html = cache[value] = render(value, row)
+                cell = cache.get(value)
+                if cell is None:
+                    cell = cache[value] = render(value, row)
             else:
-                html = render(value, row)
+                cell = render(value, row)
             fmt.append(td + "{}</td>")
-            args.append(html)
+            args.append(cell)
         fmt.append("</tr>")
-        return format_html("".join(fmt), *args)
+        # ``format_html``, with its escaping of plain strings done without the lazy-string
+        # wrapper around ``escape`` (a row escapes ~20 values).
+        return mark_safe("".join(fmt).format(*map(escaped, args)))
 
     def render(self) -> SafeString:
         head = "".join(c.header_html() for c in self.columns)

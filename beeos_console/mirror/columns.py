@@ -8,11 +8,13 @@ functions below. Everything is built with ``format_html``: escaped.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
+from django.utils.translation import gettext
 
 from beeos_console.core.links import ObjectUrl
 from beeos_console.core.tables import (
@@ -134,31 +136,37 @@ class IdColumn(Column):
         return href
 
     def parts(self, value: Any, row: Any, table: Table) -> tuple[str, ...]:
-        return id_parts(value, self.length, self.href(value, row, table))
+        return id_parts(value, self.length, self.href(value, row, table), table.gettext)
 
 
-def short_id(value: str, length: int = 24, href: str | None = None) -> SafeString:
-    """An id cell anywhere (templates, render methods): middle ellipsis, title, copy button."""
+def short_id(
+    value: str, length: int = 24, href: str | None = None, tr: Callable[[str], str] = gettext
+) -> SafeString:
+    """An id cell anywhere (templates, render methods): middle ellipsis, title, copy button.
+
+    ``tr``: the ``gettext`` to use (a table's ``Table.gettext`` in its rows).
+    """
     if not value:
         return format_html('<span class="muted">{}</span>', "—")
-    return format_html(*id_parts(value, length, href))
+    return format_html(*id_parts(value, length, href, tr))
 
 
 class FilterLinkColumn(Column):
-    """The value, shortened, linked to this list filtered on it (``?param=value``)."""
+    """The value, shortened, linked to this list filtered on it (``?param=value``).
 
-    cache = True
+    Drawn as parts of the row (not cached per value: ids rarely repeat on a page).
+    """
 
     def __init__(self, *args: Any, param: str, title: str, length: int, **kwargs: Any) -> None:
         self.param, self.title, self.length = param, title, length
         super().__init__(*args, **kwargs)
 
-    def render(self, value: Any, row: Any, table: Table) -> SafeString:
-        return format_html(
+    def parts(self, value: Any, row: Any, table: Table) -> tuple[str, ...]:
+        return (
             '<a href="?{}={}" title="{}"><code>{}</code></a>',
             self.param,
             quote(value, safe="/"),
-            str(self.title).format(value=value),
+            table.text(self.title).format(value=value),
             truncate(value, self.length),
         )
 
@@ -170,12 +178,15 @@ AGENT_URL = "agents:detail"
 
 def agent_link(agent_id: str, length: int = 24, href: str | None = None) -> SafeString:
     """An agent id, shortened in the middle, linked to its agent page ("—" when empty)."""
+    return format_html(*_agent_link_parts(agent_id, length, href))
+
+
+def _agent_link_parts(agent_id: str, length: int, href: str | None) -> tuple[str, ...]:
     if not agent_id:
-        return format_html('<span class="muted">{}</span>', "—")
-    href = href or ObjectUrl(AGENT_URL)(agent_id)
-    return format_html(
+        return ('<span class="muted">{}</span>', "—")
+    return (
         '<a class="agent-link" href="{}" title="{}"><code>{}</code></a>',
-        href,
+        href or ObjectUrl(AGENT_URL)(agent_id),
         agent_id,
         middle(agent_id, length),
     )
@@ -183,9 +194,10 @@ def agent_link(agent_id: str, length: int = 24, href: str | None = None) -> Safe
 
 class AgentColumn(Column):
     """An agent id linked to its agent page; with ``param``, a "only this agent" filter
-    link of the current list beside it."""
+    link of the current list beside it.
 
-    cache = True
+    Drawn as parts of the row (not cached per value: ids rarely repeat on a page).
+    """
 
     def __init__(
         self, *args: Any, length: int, param: str = "", title: str = "", **kwargs: Any
@@ -193,16 +205,20 @@ class AgentColumn(Column):
         self.length, self.param, self.title = length, param, title
         super().__init__(*args, **kwargs)
 
-    def render(self, value: Any, row: Any, table: Table) -> SafeString:
-        link = agent_link(value, self.length, url_for(table, AGENT_URL)(value) if value else None)
+    def parts(self, value: Any, row: Any, table: Table) -> tuple[str, ...]:
+        link = _agent_link_parts(
+            value, self.length, url_for(table, AGENT_URL)(value) if value else None
+        )
         if not value or not self.param:
             return link
-        return format_html(
-            '{} <a class="filter-link small" href="?{}={}" title="{}" aria-label="{}">{}</a>',
-            link,
+        title = table.text(self.title)
+        return (
+            link[0]
+            + ' <a class="filter-link small" href="?{}={}" title="{}" aria-label="{}">{}</a>',
+            *link[1:],
             self.param,
             quote(value, safe="/"),
-            self.title,
-            self.title,
+            title,
+            title,
             "⊆",
         )

@@ -74,7 +74,7 @@ class InboxTable(Table):
         return format_html('<a href="{}">#{}</a>', url, value)
 
     def render_task(self, value: str, e: WebhookInboxEvent) -> SafeString:
-        fmt, *args = id_parts(value, 30)
+        fmt, *args = id_parts(value, 30, tr=self.gettext)
         return format_html("<code>{}</code> " + fmt, e.protocol, *args)
 
     def render_status(self, value: str, e: WebhookInboxEvent) -> SafeString:
