@@ -214,7 +214,8 @@ AUTH_PASSWORD_VALIDATORS = [
 AUTHENTICATION_BACKENDS = [
     # First: refuses a locked-out username+IP before any password is checked.
     "axes.backends.AxesStandaloneBackend",
-    "django.contrib.auth.backends.ModelBackend",
+    # Django's ModelBackend, reading the user's roles in the query that loads it.
+    "beeos_console.accounts.backends.ConsoleModelBackend",
 ]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard"
@@ -266,6 +267,8 @@ AXES_DISABLE_ACCESS_LOG = True
 CONSOLE_SESSION_IDLE_MINUTES = env_int("CONSOLE_SESSION_IDLE_MINUTES", 30)
 SESSION_COOKIE_AGE = CONSOLE_SESSION_IDLE_MINUTES * 60
 SESSION_SAVE_EVERY_REQUEST = False
+# Django's database sessions, read with a written-out SELECT (core.sessions).
+SESSION_ENGINE = "beeos_console.core.sessions"
 
 # An API token expires this many days after it is issued.
 CONSOLE_API_TOKEN_DAYS = env_int("CONSOLE_API_TOKEN_DAYS", 90)
@@ -369,7 +372,7 @@ if not CONSOLE_PASSWORD_LOGIN:
             "nobody could log in."
         )
     AUTHENTICATION_BACKENDS[
-        AUTHENTICATION_BACKENDS.index("django.contrib.auth.backends.ModelBackend")
+        AUTHENTICATION_BACKENDS.index("beeos_console.accounts.backends.ConsoleModelBackend")
     ] = "beeos_console.accounts.backends.PasswordLoginOffBackend"
 
 REST_FRAMEWORK = {

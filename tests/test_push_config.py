@@ -22,7 +22,7 @@ from .factories import FEEDER, make_task
 pytestmark = pytest.mark.django_db
 
 KEY = "bsk_push_test"
-PUSH_VIEW_QUERIES = 4  # login and role checks, then one read of the task
+PUSH_VIEW_QUERIES = 3  # the session, the user with its roles, then one read of the task
 AGENT = "agt_push_desk"
 TOKEN = "tok_SECRET_do_not_show_8f3a"
 CREDENTIALS = "cred_SECRET_do_not_show_77"

@@ -422,7 +422,7 @@ def test_settings_come_from_the_environment():
     assert backends == str(
         [
             "axes.backends.AxesStandaloneBackend",
-            "django.contrib.auth.backends.ModelBackend",
+            "beeos_console.accounts.backends.ConsoleModelBackend",
             "beeos_console.accounts.oidc.ConsoleOIDCBackend",
         ]
     )
@@ -435,7 +435,7 @@ def test_settings_come_from_the_environment():
     off = settings_of(**SSO_ENV, CONSOLE_PASSWORD_LOGIN="0")
     assert off.returncode == 0, off.stderr
     assert "beeos_console.accounts.backends.PasswordLoginOffBackend" in off.stdout
-    assert "django.contrib.auth.backends.ModelBackend" not in off.stdout
+    assert "ConsoleModelBackend" not in off.stdout
 
     default = settings_of()
     assert "ConsoleOIDCBackend" not in default.stdout

@@ -6,10 +6,12 @@ import datetime as dt
 import re
 
 import pytest
+from django.contrib.auth.models import Group
 from django.urls import reverse
 from django.utils import timezone
 
 from beeos_console.auditlog.services import Actor
+from beeos_console.core import pagination, roles
 from tasks.services.write import ingest_openapi_task
 
 from .factories import (
@@ -161,6 +163,31 @@ class TestKeysetPages:
         finally:
             pagination.CAPPED_COUNT = original
         assert "3+ matching" in html
+
+    def test_every_page_counts_every_matching_row(self, support):
+        """The count rides with the page query: the same figure on the first page, an
+        older one, a newer one, a page past the last row, and for no match at all."""
+        for i in range(60):
+            make_task("failed" if i % 2 else "completed", minutes_ago=i)
+
+        def matching(response) -> str:
+            return re.search(r'class="matching">([^<]+)<', response.content.decode()).group(1)
+
+        first = support.get("/tasks/?status=failed")
+        assert matching(first) == "30 matching" and len(task_ids(first)) == 30
+        everything = support.get("/tasks/")
+        assert matching(everything) == "60 matching"
+        older = re.search(r'href="(/tasks/\?after=[^"]+)"', everything.content.decode()).group(1)
+        second = support.get(older.replace("&amp;", "&"))
+        assert matching(second) == "60 matching" and len(task_ids(second)) == 10
+        newer = re.search(r'href="(/tasks/\?before=[^"]+)"', second.content.decode()).group(1)
+        assert matching(support.get(newer.replace("&amp;", "&"))) == "60 matching"
+        # Past the last row (a cursor older than everything): no row, the count still right.
+        last = pagination.encode_cursor(timezone.now() - dt.timedelta(days=30), 1)
+        past = support.get(f"/tasks/?after={last}")
+        assert task_ids(past) == [] and matching(past) == "60 matching"
+        assert matching(support.get("/tasks/?status=queued")) == "0 matching"
+        assert matching(support.get("/tasks/?stuck=0")) == "0 matching"  # a 400: no rows
 
 
 class TestTaskDetail:
@@ -429,3 +456,36 @@ def test_audit_log_is_for_admins(client, support_user, admin_user):
     assert client.get("/audit/log/").status_code == 403
     client.force_login(admin_user)
     assert client.get("/audit/log/").status_code == 200
+
+
+def test_a_role_granted_or_revoked_counts_from_the_next_request(client, django_user_model):
+    """Roles are read with the user on every request (one query), never kept longer."""
+    make_operation("running")
+    user = django_user_model.objects.create_user("rita-roles", password="x")
+    support = Group.objects.get_or_create(name=roles.SUPPORT)[0]
+    operator = Group.objects.get_or_create(name=roles.OPERATOR)[0]
+    admin = Group.objects.get_or_create(name=roles.ADMIN)[0]
+    client.force_login(user)
+    assert client.get("/operations/").status_code == 403
+
+    user.groups.add(operator)
+    page = client.get("/operations/").content.decode()
+    assert "Cancel selected…" in page and 'name="pick"' in page
+
+    user.groups.set([support])
+    page = client.get("/operations/")
+    assert page.status_code == 200
+    assert "Cancel selected…" not in page.content.decode()
+    assert client.get("/audit/log/").status_code == 403
+
+    user.groups.add(admin)
+    assert client.get("/audit/log/").status_code == 200
+    user.groups.clear()
+    assert client.get("/audit/log/").status_code == 403
+    assert client.get("/operations/").status_code == 403
+
+    # A superuser holds the admin role with no group; a deactivated user is signed out.
+    django_user_model.objects.filter(pk=user.pk).update(is_superuser=True)
+    assert client.get("/audit/log/").status_code == 200
+    django_user_model.objects.filter(pk=user.pk).update(is_active=False)
+    assert client.get("/operations/").status_code == 302

@@ -16,7 +16,6 @@ import jwt
 import requests
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.models import Group
 from django.core.exceptions import SuspiciousOperation
 from django.db import IntegrityError, transaction
@@ -25,7 +24,9 @@ from django.utils.translation import gettext_lazy as _
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 
 from beeos_console.accounts import sso
+from beeos_console.accounts.backends import user_with_roles
 from beeos_console.auditlog.services import Actor, record
+from beeos_console.core import roles
 
 logger = logging.getLogger(__name__)
 
@@ -109,8 +110,10 @@ class ConsoleOIDCBackend(OIDCAuthenticationBackend):
         return user
 
     def get_user(self, user_id: Any) -> Any:
-        # ModelBackend's: an inactive user's session ends (the library's would keep it).
-        return ModelBackend.get_user(self, user_id)
+        # ModelBackend's: an inactive user's session ends (the library's would keep it);
+        # the roles are read in the same query (``accounts.backends``).
+        user = user_with_roles(user_id)
+        return user if user is not None and self.user_can_authenticate(user) else None
 
     def verify_token(self, token: str, **kwargs: Any) -> dict[str, Any]:
         """The library checks the signature and the nonce; the issuer and audience are
@@ -242,7 +245,7 @@ def sync_roles(user: Any, wanted: set[str], source: dict[str, Any]) -> None:
         user.groups.add(*(Group.objects.get_or_create(name=role)[0] for role in granted))
     if revoked:
         user.groups.remove(*Group.objects.filter(name__in=revoked))
-    user.__dict__.pop("_console_roles", None)  # core.roles caches them on the object
+    roles.forget_roles(user)  # core.roles keeps them on the object
     before = {"roles": sorted(held)}
     after = {"roles": sorted(wanted)}
     claim = source["roles_claim"]

@@ -3,7 +3,8 @@
 A page is fetched with a row-value comparison on (sort column, id) that the
 (sort column DESC, id DESC) indexes answer directly, never with OFFSET, and
 never with an unbounded ``COUNT(*)``: the only count is capped
-(``CAPPED_COUNT`` rows at most) and shown as "1,000+" beyond that.
+(``CAPPED_COUNT`` rows at most), shown as "1,000+" beyond that, and runs in
+the page's own statement (a scalar subquery), not as a second query.
 """
 
 from __future__ import annotations
@@ -15,8 +16,10 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from django.core.exceptions import EmptyResultSet
 from django.db import models
-from django.db.models import F, QuerySet
+from django.db.models import F, IntegerField, QuerySet
+from django.db.models.expressions import RawSQL
 
 # Django's own row-value lookups (used for composite primary keys). On
 # PostgreSQL they compile to `(a, b) < (x, y)`, which uses a composite index.
@@ -105,6 +108,24 @@ class KeysetPage:
         return f"{CAPPED_COUNT:,}+" if self.capped else f"{self.matching:,}"
 
 
+# The annotation that carries the capped count on every row of a page.
+COUNT_COLUMN = "_keyset_matching"
+
+
+def capped_count(queryset: QuerySet) -> RawSQL | None:
+    """``COUNT(*)`` over at most ``CAPPED_COUNT + 1`` rows of ``queryset``, as a scalar
+    subquery: PostgreSQL runs it once per statement (an InitPlan), whatever the table size.
+
+    ``None`` when ``queryset`` can match nothing (``.none()``, an empty ``__in``).
+    """
+    capped = queryset.order_by().values("pk")[: CAPPED_COUNT + 1]
+    try:
+        sql, params = capped.query.get_compiler(using=queryset.db).as_sql()
+    except EmptyResultSet:
+        return None
+    return RawSQL(f"SELECT COUNT(*) FROM ({sql}) AS capped", params, output_field=IntegerField())
+
+
 def paginate(
     queryset: QuerySet,
     sort_field: str,
@@ -129,10 +150,13 @@ def paginate(
     )
     forward_order = (sort_field, "pk") if ascending else (f"-{sort_field}", "-pk")
     backward_order = (f"-{sort_field}", "-pk") if ascending else (sort_field, "pk")
+    # The capped count rides along with the page: one statement, one round trip.
+    counter = capped_count(queryset) if count else None
+    counted = queryset.annotate(**{COUNT_COLUMN: counter}) if counter is not None else queryset
     if before:
         value, pk = decode_cursor(before, field)
         rows = list(
-            queryset.filter(backward_lookup(key, (value, pk))).order_by(*backward_order)[
+            counted.filter(backward_lookup(key, (value, pk))).order_by(*backward_order)[
                 : page_size + 1
             ]
         )
@@ -142,9 +166,9 @@ def paginate(
     else:
         if after:
             value, pk = decode_cursor(after, field)
-            queryset_page = queryset.filter(forward_lookup(key, (value, pk)))
+            queryset_page = counted.filter(forward_lookup(key, (value, pk)))
         else:
-            queryset_page = queryset
+            queryset_page = counted
         rows = list(queryset_page.order_by(*forward_order)[: page_size + 1])
         has_next = len(rows) > page_size
         rows = rows[:page_size]
@@ -156,9 +180,13 @@ def paginate(
         encode_cursor(getattr(rows[0], sort_field), rows[0].pk) if rows and has_prev else None
     )
     matching = 0
-    if count:
-        # Bounded: counts at most CAPPED_COUNT + 1 rows, whatever the table size.
-        matching = queryset.order_by()[: CAPPED_COUNT + 1].count()
+    if counter is not None:
+        if rows:
+            matching = getattr(rows[0], COUNT_COLUMN)
+        elif before or after:
+            # An empty page past a cursor says nothing about the rest: count on its own.
+            matching = queryset.order_by()[: CAPPED_COUNT + 1].count()
+        # else: no cursor and no row: nothing matches.
     return KeysetPage(
         rows=rows,
         next_cursor=next_cursor,

@@ -25,16 +25,36 @@ _IMPLIED: Final = {
 }
 
 
+# Where a user loaded with its group names (``accounts.backends``: one query for both)
+# holds them; ``user_roles`` then makes no query of its own.
+ROLE_NAMES: Final = "_console_role_names"
+
+
+def _roles(user: Any, names: Any) -> set[str]:
+    roles = set(names)
+    if user.is_superuser:
+        roles |= {ADMIN}
+    return roles
+
+
 def user_roles(user: Any) -> set[str]:
+    """The user's roles, read once per user object (one request) and never kept longer."""
     if not getattr(user, "is_authenticated", False):
         return set()
     cached = getattr(user, "_console_roles", None)
     if cached is None:
-        cached = set(user.groups.values_list("name", flat=True))
-        if user.is_superuser:
-            cached |= {ADMIN}
-        user._console_roles = cached
+        names = getattr(user, ROLE_NAMES, None)
+        if names is None:
+            names = user.groups.values_list("name", flat=True)
+        cached = user._console_roles = _roles(user, names)
     return cached
+
+
+def forget_roles(user: Any) -> None:
+    """After a change of the user's groups: the next check reads them again."""
+    for name in ("_console_roles", ROLE_NAMES):
+        if hasattr(user, name):
+            delattr(user, name)
 
 
 def has_role(user: Any, role: str) -> bool:

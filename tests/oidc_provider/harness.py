@@ -198,7 +198,7 @@ def configure_console(settings: Any, provider: Provider, *, password_login: bool
     settings.OIDC_ROLE_MAP = dict(ROLE_MAP)
     settings.CONSOLE_PASSWORD_LOGIN = password_login
     password_backend = (
-        "django.contrib.auth.backends.ModelBackend"
+        "beeos_console.accounts.backends.ConsoleModelBackend"
         if password_login
         else "beeos_console.accounts.backends.PasswordLoginOffBackend"
     )
