@@ -455,6 +455,22 @@ BEEOS_INSTANCES = env_list("BEEOS_INSTANCES")
 BEEOS_A2A_AGENTS = env_list("BEEOS_A2A_AGENTS")
 # History messages asked for per A2A task read (the Cloud's default is 50, its maximum 200).
 BEEOS_A2A_HISTORY_LENGTH = env_int("BEEOS_A2A_HISTORY_LENGTH", 200)
+# Callables `sync_beeos` calls after each pass, named here so the upstream package never
+# imports the features it schedules (each takes no argument, returns a line or None).
+BEEOS_SYNC_AFTER_PASS = [
+    "beeos_console.agents.tasks.schedule_card_reads",
+    "beeos_console.agents.tasks.schedule_scoring",
+]
+# The sync has the worker re-read an agent card once its last read is older than this
+# many seconds (configured A2A agents and every card read before); 0 = never.
+AGENT_CARD_REFRESH_SECONDS = env_int("AGENT_CARD_REFRESH_SECONDS", 3600)
+if AGENT_CARD_REFRESH_SECONDS < 0:
+    raise ImproperlyConfigured("AGENT_CARD_REFRESH_SECONDS must be 0 (never) or more.")
+# After a sync pass, the worker scores the agents' conformance again once the newest
+# scorecards are older than this many seconds; 0 = on demand only (or manage.py score_agents).
+AGENT_SCORECARD_EVERY_SECONDS = env_int("AGENT_SCORECARD_EVERY_SECONDS", 900)
+if AGENT_SCORECARD_EVERY_SECONDS < 0:
+    raise ImproperlyConfigured("AGENT_SCORECARD_EVERY_SECONDS must be 0 (never) or more.")
 # Open tasks, and open operations per instance, each sync pass re-reads as a safety net for
 # a lost webhook (webhooks guide: "poll periodically"); 0 = none.
 BEEOS_SYNC_SWEEP = env_int("BEEOS_SYNC_SWEEP", 20)

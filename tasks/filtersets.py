@@ -6,6 +6,7 @@ Data filters only; the filter panels (suggested values, order, sort, refresh) ar
 from __future__ import annotations
 
 import django_filters
+from django.db.models import QuerySet
 from django.utils.translation import gettext_lazy as _
 
 from beeos_console.core.filtersets import (
@@ -16,6 +17,7 @@ from beeos_console.core.filtersets import (
     UtcDateTimeFilter,
 )
 from beeos_console.mirror.filtersets import MirrorFilterSet
+from tasks import conformance as checks
 from tasks.models import Message, Task
 
 TASK_SORTS = {"created": "created_at", "updated": "updated_at"}
@@ -37,10 +39,27 @@ class TaskFilterSet(MirrorFilterSet):
         choices=Task.A2ADirection.choices, label=_("A2A direction")
     )
     a2a_counterpart = django_filters.CharFilter(label=_("A2A counterpart agent"), max_length=256)
+    # The agents' conformance scorecard links each of its lines here (tasks.conformance).
+    conformance = django_filters.ChoiceFilter(
+        choices=checks.CONFORMANCE_CHOICES,
+        label=_("Conformance"),
+        method="filter_conformance",
+    )
+    cancel_outcome = django_filters.ChoiceFilter(
+        choices=checks.CANCEL_OUTCOME_CHOICES,
+        label=_("Console cancel ended"),
+        method="filter_cancel_outcome",
+    )
 
     class Meta:
         model = Task
         fields: list[str] = []
+
+    def filter_conformance(self, qs: QuerySet, name: str, value: str) -> QuerySet:
+        return qs.filter(checks.conformance_q(value)) if value else qs
+
+    def filter_cancel_outcome(self, qs: QuerySet, name: str, value: str) -> QuerySet:
+        return qs.filter(checks.cancel_q(value)) if value else qs
 
 
 class MessageFilterSet(ConsoleFilterSet):

@@ -19,6 +19,7 @@ from beeos_console.core.forms import (
     text_field,
 )
 from beeos_console.mirror.forms import MirrorFilterForm
+from tasks import conformance as checks
 from tasks import states
 from tasks.models import Task
 
@@ -49,6 +50,16 @@ class TaskFilterForm(MirrorFilterForm):
         required=False,
     )
     a2a_counterpart = text_field(_("A2A counterpart agent"))
+    conformance = forms.ChoiceField(
+        choices=[("", _("any")), *checks.CONFORMANCE_CHOICES],
+        label=_("Conformance"),
+        required=False,
+    )
+    cancel_outcome = forms.ChoiceField(
+        choices=[("", _("any")), *checks.CANCEL_OUTCOME_CHOICES],
+        label=_("Console cancel ended"),
+        required=False,
+    )
 
 
 class MessageFilterForm(FilterForm):

@@ -66,7 +66,7 @@ ROOT = Path(__file__).resolve().parent.parent
 ALERTS = ROOT / "bench" / "prometheus-alerts.yml"
 OLGA = Actor("olga-operator")
 # Every scrape runs this many SQL queries, whatever the tables hold (pinned).
-SCRAPE_QUERIES = 9
+SCRAPE_QUERIES = 10
 
 
 @pytest.fixture(autouse=True)
@@ -166,18 +166,18 @@ class TestMirror:
         assert attention["outcome_unknown"] == raw["outcome_unknown"] == 1
         assert attention["projection_pending"] == 1 and attention["expired"] == 0
 
-        by_protocol = Counter(
-            Task.objects.filter(status__in=("queued", "processing")).values_list(
-                "protocol", "status"
-            )
-        )
-        for protocol in TASK_PROTOCOLS:
-            for status in ("queued", "processing"):
-                assert (
-                    value(families, "beeos_console_open_tasks", protocol=protocol, status=status)
-                    == by_protocol[(protocol, status)]
-                )
-        assert value(families, "beeos_console_open_tasks", protocol="a2a", status="processing") == 1
+        # By protocol too: every protocol and status, zeros included, as the table holds.
+        by_protocol = Counter(Task.objects.values_list("protocol", "status"))
+        exported = {
+            (sample.labels["protocol"], sample.labels["status"]): sample.value
+            for sample in families["beeos_console_tasks_by_protocol"].samples
+        }
+        assert exported == {
+            (p, s): float(by_protocol[(p, s)]) for p in TASK_PROTOCOLS for s in DISPLAY_STATUSES
+        }
+        assert exported[("a2a", "processing")] == exported[("a2a", "completed")] == 1
+        assert exported[("openapi", "processing")] == 2 and exported[("openapi", "unmapped")] == 1
+        assert exported[("product", "queued")] == 0
 
     def test_stuck_work_is_what_the_dashboard_lists(self, client, settings):
         settings.CONSOLE_STUCK_AFTER_MINUTES = 30
@@ -211,13 +211,15 @@ class TestMirror:
             make_task("running")
         families = scrape(client)
         assert value(families, "beeos_console_stuck_work", kind="task") == 2
-        assert (
-            value(families, "beeos_console_open_tasks", protocol="openapi", status="processing")
-            == 2
-        )
         assert value(families, "beeos_console_metrics_count_cap") == 2
         # The maintained counters are never capped.
         assert value(families, "beeos_console_tasks", status="processing") == 3
+        assert (
+            value(
+                families, "beeos_console_tasks_by_protocol", protocol="openapi", status="processing"
+            )
+            == 3
+        )
 
 
 ATTEMPTS = "beeos_console_cancel_attempts"

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from beeos_console.agents.models import AgentCard
+from beeos_console.agents.models import AgentCard, AgentScorecard
 from beeos_console.core.admin import ReadOnlyAdmin
 
 
@@ -10,4 +10,11 @@ from beeos_console.core.admin import ReadOnlyAdmin
 class AgentCardAdmin(ReadOnlyAdmin):
     list_display = ("agent_id", "outcome", "fetched_at", "consecutive_failures", "last_success_at")
     list_filter = ("outcome",)
+    search_fields = ("agent_id",)
+
+
+@admin.register(AgentScorecard)
+class AgentScorecardAdmin(ReadOnlyAdmin):
+    list_display = ("agent_id", "worst_line", "worst_level", "worst_count", "computed_at")
+    list_filter = ("worst_line", "worst_level")
     search_fields = ("agent_id",)

@@ -13,7 +13,8 @@ from django.utils.translation import gettext_lazy as _
 from beeos_console.core.filtersets import ConsoleFilterSet
 from beeos_console.mirror.models import AgentCount
 
-from . import selectors
+from . import scorecard, selectors
+from .models import AgentScorecard
 
 ACTIVE_WITHIN = {name: span for name, (span, _label) in selectors.WINDOWS.items()}
 
@@ -48,3 +49,22 @@ class AgentFilterSet(ConsoleFilterSet):
     def filter_active_within(self, qs: QuerySet, name: str, value: str) -> QuerySet:
         span: dt.timedelta | None = ACTIVE_WITHIN.get(value)
         return qs.filter(last_activity__gte=timezone.now() - span) if span else qs
+
+
+class ScorecardFilterSet(ConsoleFilterSet):
+    """The admins' scorecard ranking: agent id, worst line, only agents not passing."""
+
+    q = AgentIdContainsFilter(label=_("Agent id contains"), max_length=256)
+    worst_line = django_filters.ChoiceFilter(
+        choices=scorecard.line_choices(), label=_("Worst line")
+    )
+    failing = django_filters.BooleanFilter(label=_("A line does not pass"), method="filter_failing")
+
+    class Meta:
+        model = AgentScorecard
+        fields: list[str] = []
+
+    def filter_failing(self, qs: QuerySet, name: str, value: Any) -> QuerySet:
+        if value is None:
+            return qs
+        return qs.filter(scorecard.failing_q()) if value else qs.exclude(scorecard.failing_q())

@@ -53,3 +53,34 @@ class AgentCard(models.Model):
     @property
     def ok(self) -> bool:
         return self.outcome == self.Outcome.OK
+
+
+class AgentScorecard(models.Model):
+    """How well one agent follows the protocol: one row per agent, computed by a background
+    job (``scorecard.score_agents``) from what the mirror holds.
+
+    ``lines`` holds each line's figures by its key (``scorecard.LINES``): ``count`` (the
+    tasks the line's evidence link lists), ``level`` (0 passes, 1 note, 2 warning, 3
+    failing) and, where a line measures time, ``total_seconds`` / ``median_seconds`` /
+    ``p90_seconds`` / ``max_seconds``. The worst line is kept apart for ranking:
+    ``rank`` = level × 10¹² + that line's count, highest first.
+    """
+
+    agent_id = models.CharField(max_length=ID_MAX, unique=True)
+    computed_at = models.DateTimeField()
+    tasks = models.BigIntegerField(default=0)  # tasks naming it as their agent
+    lines = models.JSONField(default=dict, blank=True)
+    protocol_versions = models.JSONField(default=list, blank=True)
+    worst_line = models.CharField(max_length=32, blank=True)
+    worst_level = models.PositiveSmallIntegerField(default=0)
+    worst_count = models.BigIntegerField(default=0)
+    rank = models.BigIntegerField(default=0)
+
+    class Meta:
+        indexes = [
+            # The admins' ranking: worst first, keyset pages on (rank, id).
+            models.Index(fields=["-rank", "-id"], name="scorecard_rank_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"scorecard of {self.agent_id} (worst: {self.worst_line or 'none'})"

@@ -25,7 +25,7 @@ from beeos_console.mirror.models import AgentCount
 from beeos_console.mirror.states import ACTIVE_PRODUCT_STATUSES, DISPLAY_STATUSES
 from tasks.models import Task
 
-from .models import AgentCard
+from .models import AgentCard, AgentScorecard
 
 STUCK_CAP = 1000  # stuck tasks counted per agent and role on its page, "1,000+" beyond
 LIST_STUCK_CAP = 100  # … and on the list (50 agents a page): "100+"
@@ -137,6 +137,15 @@ def stuck_of(agent_ids: Sequence[str], cap: int = STUCK_CAP) -> dict[str, dict[s
 
 def card_of(agent_id: str) -> AgentCard | None:
     return AgentCard.objects.filter(agent_id=agent_id).first()
+
+
+def scorecard_of(agent_id: str) -> AgentScorecard | None:
+    return AgentScorecard.objects.filter(agent_id=agent_id).first()
+
+
+def scorecards() -> QuerySet[AgentScorecard]:
+    """Every agent's scorecard (the admins' ranking: ``rank``, worst first)."""
+    return AgentScorecard.objects.all()
 
 
 @dataclass(frozen=True)

@@ -19,15 +19,17 @@ from beeos_console.core import roles
 from beeos_console.core.links import ObjectUrl, object_url, query_string
 from beeos_console.core.listing import KeysetListView
 from beeos_console.core.permissions import RoleRequiredMixin, deny, role_required
+from beeos_console.core.redirects import safe_next
 from beeos_console.mirror.attention import stuck_minutes
 from beeos_console.mirror.columns import AGENT_URL
 from beeos_console.upstream.clients import UpstreamNotConfigured
 
-from . import graph, selectors, services
-from .filtersets import AgentFilterSet
-from .forms import AgentFilterForm
+from . import graph, scorecard, selectors, services
+from . import tasks as jobs
+from .filtersets import AgentFilterSet, ScorecardFilterSet
+from .forms import AgentFilterForm, ScorecardFilterForm
 from .models import AgentCard
-from .tables import AgentTable, capped, status_counts
+from .tables import AgentTable, ScorecardTable, capped, status_counts
 
 
 class AgentListView(RoleRequiredMixin, KeysetListView):
@@ -83,6 +85,7 @@ def agent_detail(request: HttpRequest, agent_id: str) -> HttpResponse:
         messages.warning(request, gettext("Unknown time window; showing the last 24 h."))
         status = 400
     stuck = selectors.stuck_of([agent_id]).get(agent_id, {})
+    card_score = selectors.scorecard_of(agent_id)
     delegation = selectors.delegation(agent_id, window)
     tasks_url = reverse("tasks:list")
     pair_url = _pair_url(tasks_url, delegation.since.isoformat())
@@ -116,9 +119,49 @@ def agent_detail(request: HttpRequest, agent_id: str) -> HttpResponse:
         },
         "stuck_minutes": stuck_minutes(),
         "can_refresh": roles.has_role(request.user, roles.OPERATOR),
+        "scorecard": card_score,
+        "score_lines": scorecard.shown_lines(card_score) if card_score else [],
         "trail": audit_trail(services.AUDIT_KIND, agent_id),
     }
     return render(request, "agents/detail.html", context, status=status)
+
+
+class ScorecardListView(RoleRequiredMixin, KeysetListView):
+    """Every agent's scorecard, worst line first (admins)."""
+
+    required_role = roles.ADMIN
+    filterset_class = ScorecardFilterSet
+    form_class = ScorecardFilterForm
+    table_class = ScorecardTable
+    template_name = "agents/scorecards.html"
+    title = _("Agent conformance scorecards")
+    sort_fields = {"rank": "rank"}
+    default_sort = "rank"
+    ascending_sorts = {"agent": "agent_id"}
+
+    def get_queryset(self) -> QuerySet:
+        return selectors.scorecards().only(*ScorecardTable.fields)
+
+    def get_context_data(self, **context: Any) -> dict[str, Any]:
+        context["newest_scored"] = scorecard.newest_computed_at()
+        return context
+
+
+@require_http_methods(["POST"])
+@role_required(roles.OPERATOR)
+def score_now_view(request: HttpRequest) -> HttpResponse:
+    """POST: have the worker score every agent now (operators; audited)."""
+    queued = jobs.request_scoring()
+    agent_id = request.POST.get("agent_id", "")[:256]
+    services.record_scoring_request(Actor.of_user(request.user), queued=queued, agent_id=agent_id)
+    if queued:
+        messages.success(
+            request, gettext("Scoring queued: the worker scores every agent in a moment.")
+        )
+    else:
+        messages.info(request, gettext("Scoring is already queued: the worker will run it."))
+    fallback = object_url("agents:detail", agent_id) if agent_id else reverse("agents:scorecards")
+    return redirect(safe_next(request, request.POST.get("next"), fallback))
 
 
 @require_http_methods(["GET", "POST"])

@@ -49,6 +49,10 @@ An object BeeOS answers 404 for is not an error: it is marked "not found upstrea
 of the sweep, and re-read only once every ``MISSING_REREAD_EVERY`` in case it comes
 back; any successful read clears the mark. Errors (transport, 401/403, 5xx) are what
 the exit status reports.
+
+After each pass the callables named in ``BEEOS_SYNC_AFTER_PASS`` run: work other
+features schedule on the sync's clock without this package importing them (the agent
+cards' re-read, ``beeos_console.agents.tasks.schedule_card_reads``).
 """
 
 from __future__ import annotations
@@ -75,6 +79,7 @@ from django.db.models.fields.tuple_lookups import Tuple, TupleGreaterThan
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
+from django.utils.module_loading import import_string
 
 from beeos_console.auditlog.services import Actor
 from beeos_console.mirror.batch import Batch
@@ -418,6 +423,7 @@ class Syncer:
                 part("operations", *(partial(self.sync_operations, i) for i in self.instances))
         except PassStopped as exc:
             self.report.error(f"{exc.why}; pass stopped", exc.__cause__ or exc)
+            self.after_pass()
             return self.report
         finally:
             self.stop_on_systemic_errors = False
@@ -425,7 +431,23 @@ class Syncer:
             _save(_cursor(f"{SUCCESS_PREFIX}{kind}"), timezone.now().isoformat())
         if self.reread_missing:
             _save(missing_cursor, now.isoformat())
+        self.after_pass()
         return self.report
+
+    def after_pass(self) -> None:
+        """Run the callables named in ``BEEOS_SYNC_AFTER_PASS`` (e.g. the agent cards'
+        schedule): other features hook into the pass without this package importing
+        them. Each takes no argument and returns a line for the output, or None; one
+        that fails (or cannot be imported) is counted as an error and the rest still run.
+        """
+        for path in settings.BEEOS_SYNC_AFTER_PASS:
+            try:
+                line = import_string(path)()
+            except Exception as exc:  # a hook's failure must not end an --every loop
+                self.report.error(f"after the pass, {path}", exc)
+                continue
+            if line:
+                self.progress(line)
 
     def _walk(
         self,

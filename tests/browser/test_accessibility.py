@@ -102,6 +102,7 @@ def pages(page: Page, live_server, django_user_model, settings) -> dict[str, Vis
         "projection-audit": reverse("audit:projections"),
         "projection-job": reverse("audit:projection-job", args=[job.pk]),
         "lockouts": reverse("audit:lockouts"),
+        "scorecards": reverse("agents:scorecards"),
         "not-found": "/tasks/tsk_no_such_task/",
     }
     return {
