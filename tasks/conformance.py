@@ -27,6 +27,7 @@ from django.utils.translation import gettext_lazy as _
 
 from beeos_console.auditlog.models import AuditEntry
 from beeos_console.cancels.models import CancelRequest
+from beeos_console.core.sql import skip_scan_sql
 from beeos_console.mirror.states import COMPLETED
 
 from . import states
@@ -73,16 +74,6 @@ def cancel_outcome_q(outcome: str) -> Q:
             resolution=CancelRequest.Resolution.CANCELLED
         )
     return Q(upstream__a2a_code=outcome)
-
-
-def skip_scan_sql(table: str, column: str) -> str:
-    """The distinct values of an indexed column, one index probe each (a loose index scan)."""
-    return (
-        f"WITH RECURSIVE v(x) AS ((SELECT {column} FROM {table} ORDER BY {column} LIMIT 1) "
-        f"UNION ALL SELECT (SELECT {column} FROM {table} WHERE {column} > v.x "
-        f"ORDER BY {column} LIMIT 1) FROM v WHERE v.x IS NOT NULL) "
-        f"SELECT x FROM v WHERE x IS NOT NULL"
-    )
 
 
 def distinct_values(table: str, column: str) -> list[str]:

@@ -12,11 +12,11 @@ is due (``services.due_agents``); the job reads only those, one job at a time.
 from __future__ import annotations
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection
 from django.utils import timezone
-from django_tasks import TaskResultStatus
 from django_tasks import task as background_task
-from django_tasks_db.models import DBTaskResult
+
+from beeos_console.core.jobs import enqueue_once
 
 from . import scorecard, services
 
@@ -53,15 +53,8 @@ def schedule_card_reads() -> str | None:
     due = services.due_agents()
     if not due:
         return None
-    with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [SCHEDULE_LOCK_KEY])
-        waiting = DBTaskResult.objects.filter(
-            status=TaskResultStatus.READY, task_path=refresh_agent_cards.module_path
-        ).exists()
-        if not waiting:
-            refresh_agent_cards.enqueue()
-    what = "a job is already waiting" if waiting else "job queued"
+    queued = enqueue_once(refresh_agent_cards, SCHEDULE_LOCK_KEY)
+    what = "job queued" if queued else "a job is already waiting"
     return f"agent cards: {len(due)} due for a re-read ({what})"
 
 
@@ -73,15 +66,7 @@ def score_agents() -> dict[str, int]:
 
 def request_scoring() -> bool:
     """Enqueue ``score_agents`` unless one is already waiting; True when this one queued it."""
-    with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [SCHEDULE_LOCK_KEY])
-        waiting = DBTaskResult.objects.filter(
-            status=TaskResultStatus.READY, task_path=score_agents.module_path
-        ).exists()
-        if not waiting:
-            score_agents.enqueue()
-    return not waiting
+    return enqueue_once(score_agents, SCHEDULE_LOCK_KEY)
 
 
 def schedule_scoring() -> str | None:

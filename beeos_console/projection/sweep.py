@@ -45,6 +45,7 @@ from typing import Any, TypeVar
 from django.db import connection
 from django.db.models import Model
 
+from beeos_console.core.sql import skip_scan_sql
 from operations.models import RuntimeOperation
 from tasks import states as task_states
 from tasks.models import Message, Task
@@ -178,16 +179,6 @@ class KeyTable:
         stored = ", ".join(f"{alias}.{name}" for name in PROJECTION_COLUMNS)
         wanted = ", ".join(f"k.{name}" for name in PROJECTION_COLUMNS)
         return f"({stored}) IS DISTINCT FROM ({wanted})"
-
-
-def skip_scan_sql(table: str, column: str) -> str:
-    """The distinct values of an indexed column, one index probe each (a loose index scan)."""
-    return (
-        f"WITH RECURSIVE v(x) AS ((SELECT {column} FROM {table} ORDER BY {column} LIMIT 1) "
-        f"UNION ALL SELECT (SELECT {column} FROM {table} WHERE {column} > v.x "
-        f"ORDER BY {column} LIMIT 1) FROM v WHERE v.x IS NOT NULL) "
-        f"SELECT x FROM v WHERE x IS NOT NULL"
-    )
 
 
 # Beyond this many combinations (a producer sending thousands of distinct values),

@@ -22,11 +22,9 @@ from __future__ import annotations
 import time
 
 from django.conf import settings
-from django.db import connection, transaction
-from django_tasks import TaskResultStatus
 from django_tasks import task as background_task
-from django_tasks_db.models import DBTaskResult
 
+from beeos_console.core.jobs import enqueue_once
 from beeos_console.upstream import inbox
 
 NUDGE_LOCK_KEY = 727379970  # pg advisory lock: one "is a job waiting?" check at a time
@@ -75,11 +73,4 @@ def nudge() -> None:
 
 def ensure_job() -> None:
     """Enqueue an apply job unless one is already waiting (one check at a time)."""
-    with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [NUDGE_LOCK_KEY])
-        waiting = DBTaskResult.objects.filter(
-            status=TaskResultStatus.READY, task_path=apply_webhook_inbox.module_path
-        ).exists()
-        if not waiting:
-            apply_webhook_inbox.enqueue()
+    enqueue_once(apply_webhook_inbox, NUDGE_LOCK_KEY)
