@@ -24,7 +24,7 @@ from django.utils.translation import gettext_lazy as _
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 
 from beeos_console.accounts import sso
-from beeos_console.accounts.backends import user_with_roles
+from beeos_console.accounts.backends import ConsoleModelBackend
 from beeos_console.auditlog.services import Actor, record
 from beeos_console.core import roles
 
@@ -112,8 +112,7 @@ class ConsoleOIDCBackend(OIDCAuthenticationBackend):
     def get_user(self, user_id: Any) -> Any:
         # ModelBackend's: an inactive user's session ends (the library's would keep it);
         # the roles are read in the same query (``accounts.backends``).
-        user = user_with_roles(user_id)
-        return user if user is not None and self.user_can_authenticate(user) else None
+        return ConsoleModelBackend.get_user(self, user_id)
 
     def verify_token(self, token: str, **kwargs: Any) -> dict[str, Any]:
         """The library checks the signature and the nonce; the issuer and audience are

@@ -128,11 +128,10 @@ class PanelField(BoundField):
     an empty field is drawn once per process: with no value and no error, its
     markup depends only on the field (shared by every request's form, never
     changed), its name and ``id`` (from code, never from the request) and the
-    language of its labels, so the caches are bounded by the declared fields. A
+    language of its labels, so the cache is bounded by the declared fields. A
     field with a value or an error is drawn afresh, as Django draws it.
     """
 
-    _empty_widgets: ClassVar[dict[tuple, SafeString]] = {}
     _empty_panels: ClassVar[dict[tuple, SafeString]] = {}
 
     @property
@@ -163,25 +162,6 @@ class PanelField(BoundField):
     @cached_property
     def widget_type(self) -> str:  # type: ignore[override]
         return super().widget_type
-
-    def as_widget(
-        self,
-        widget: forms.Widget | None = None,
-        attrs: dict | None = None,
-        only_initial: bool = False,
-    ) -> SafeString:
-        value = self.value()
-        if widget is not None or attrs or only_initial or not (value is None or value == ""):
-            return super().as_widget(widget, attrs, only_initial)
-        widget = self.field.widget
-        built = self.build_widget_attrs({}, widget)
-        if self.auto_id and "id" not in widget.attrs:
-            built.setdefault("id", self.auto_id)
-        key = (widget, self.html_name, tuple(built.items()), value, get_language())
-        html = self._empty_widgets.get(key)
-        if html is None:
-            html = self._empty_widgets[key] = super().as_widget()
-        return html
 
 
 class FilterForm(forms.Form):
