@@ -55,6 +55,8 @@ class OperationTable(Table):
     created_at = AgeColumn(_("Age"), sort_key="created")
 
     empty_text = _("No runtime operations match these filters.")
+    # Every cell but the age reads only ``fields`` (``core.tables.Table.memo_rows``).
+    memo_rows = True
     # The columns the table reads (and the sorts page on): the list loads only these.
     fields = (
         "operation_id",

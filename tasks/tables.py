@@ -73,6 +73,9 @@ class TaskTable(Table):
     updated_at = UpdatedColumn(_("Updated"), sort_key="updated")
 
     empty_text = _("No tasks match these filters.")
+    # Every cell but the two times reads only ``fields`` (``core.tables.Table.memo_rows``);
+    # ``operator`` changes only the "Updated" cell, which is live.
+    memo_rows = True
     # The columns the table reads (and the sorts page on): the list loads only these.
     fields = (
         "task_id",

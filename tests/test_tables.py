@@ -159,3 +159,87 @@ def test_panel_fields_are_drawn_the_same_from_the_cache():
     with translation.override("zh-hans"):
         chinese = panel("")
     assert chinese["created_within"] != first["created_within"]
+
+
+def _fresh(table_class: type[Table]) -> type[Table]:
+    """``table_class`` drawing every row afresh (no memo): the reference."""
+    return type(f"Fresh{table_class.__name__}", (table_class,), {"memo_rows": False})
+
+
+@pytest.mark.django_db
+def test_memoised_rows_are_the_rows_drawn_afresh():
+    """A row from the memo is byte for byte the row drawn afresh, for every viewer and
+    language, and its ages are those of the table's own ``now``."""
+    from operations.models import RuntimeOperation
+    from operations.tables import OperationTable
+    from tasks.tables import TaskTable
+    from tests.factories import make_operation, make_task
+
+    make_operation("running", id='op_<b id="x">')
+    make_operation("outcome_unknown", errorCode="E_TIMEOUT")
+    make_operation("succeeded")
+    make_task("running")
+    make_task("failed", agent_id="agt_<i>")
+    ops = list(RuntimeOperation.objects.only(*OperationTable.fields))
+    tasks = list(Task.objects.only(*TaskTable.fields))
+    now = dt.datetime.now(dt.UTC)
+    tables = [
+        (OperationTable, ops, {"selectable": True}),
+        (OperationTable, ops, {"selectable": False}),
+        (TaskTable, tasks, {"operator": True}),
+        (TaskTable, tasks, {"operator": False}),
+    ]
+    for language in ("en", "zh-hans"):
+        with translation.override(language):
+            for table_class, rows, options in tables:
+                for later in (0, 3, 40):  # days; the second and third draws come from the memo
+                    at = now + dt.timedelta(days=later)
+                    memo, fresh = table_class(rows, **options), _fresh(table_class)(rows, **options)
+                    memo.now = fresh.now = at
+                    assert str(memo.render()) == str(fresh.render()), (table_class, options)
+    assert "&lt;b id=&quot;x&quot;&gt;" in str(OperationTable(ops, selectable=True).render())
+
+
+@pytest.mark.django_db
+def test_a_memoised_row_follows_its_values_and_the_clock():
+    from operations.models import RuntimeOperation
+    from operations.tables import OperationTable
+    from tests.factories import make_operation
+
+    op = make_operation("running")
+
+    def row(now: dt.datetime | None = None) -> str:
+        table = OperationTable(selectable=True)
+        table.now = now or table.now
+        return str(table.row(RuntimeOperation.objects.only(*OperationTable.fields).get(pk=op.pk)))
+
+    before = row()
+    assert "badge-blue" in before or "processing" in before
+    assert 'name="pick"' in before
+    # The clock moves: the age is drawn again, the rest is the same.
+    later = row(op.created_at + dt.timedelta(days=3))
+    assert "3 d ago" in later and "3 d ago" not in before
+    # The row changes upstream: its new values are drawn, not the kept ones.
+    RuntimeOperation.objects.filter(pk=op.pk).update(
+        raw_status="succeeded", status="completed", reason="completed"
+    )
+    after = row()
+    assert "succeeded" in after and 'name="pick"' not in after
+    with translation.override("zh-hans"):
+        assert row() != after
+
+
+def test_the_row_memo_is_bounded(monkeypatch):
+    from operations.models import RuntimeOperation
+    from operations.tables import OperationTable
+
+    monkeypatch.setattr(OperationTable, "MEMO_SIZE", 5)
+    monkeypatch.setattr(OperationTable, "_memo", {})
+    at = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    table = OperationTable(selectable=False)
+    for n in range(12):
+        op = RuntimeOperation(
+            id=n + 1, operation_id=f"op_{n}", raw_status="running", created_at=at, updated_at=at
+        )
+        assert f"op_{n}" in str(table.row(op))
+        assert len(OperationTable._memo) <= 5

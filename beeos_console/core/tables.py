@@ -19,7 +19,10 @@ and no parameter anywhere takes raw markup (row attributes are a dict, escaped).
 Why Python and not one table template: fifty rows of ten cells through the
 template engine cost 6-10 ms a page (see ``bench/README.md``); this costs
 about one. Cells of small vocabularies (badges, raw states) are built once
-per value per table (``Column.cache``).
+per value per table (``Column.cache``), and a table that opts in
+(``memo_rows``) keeps each row's markup per process, keyed by the row's
+values: a list re-read by its auto-refresh, or open for several operators,
+draws only its ``live`` cells (ages) again.
 """
 
 from __future__ import annotations
@@ -31,12 +34,13 @@ from collections.abc import Callable, Iterable, Mapping
 from operator import attrgetter
 from typing import Any, ClassVar
 
+from django.urls import get_script_prefix
 from django.utils import timezone
 from django.utils.functional import Promise
 from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import Truncator
-from django.utils.translation import gettext, gettext_lazy, gettext_noop
+from django.utils.translation import get_language, gettext, gettext_lazy, gettext_noop
 
 _counter = itertools.count()
 EMPTY = "—"
@@ -151,6 +155,8 @@ class Column:
     """
 
     cache: ClassVar[bool] = False
+    # Drawn from the table's clock (``Table.now``), not from the row alone: never memoised.
+    live: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -269,6 +275,8 @@ def _age_parts(
 class AgeColumn(Column):
     """A time relative to the table's ``now``, the exact UTC time on hover."""
 
+    live = True
+
     def parts(self, value: Any, row: Any, table: Table) -> tuple[str, ...]:
         return _age_parts(value, table.now, table.gettext)
 
@@ -328,6 +336,10 @@ class _Declared(type):
             column.bind(key)
             columns[key] = column
         cls.base_columns = columns
+        if getattr(cls, "memo_rows", False):
+            # Per class (subclasses included): rows another table class drew are not its own.
+            cls._memo = {}
+            cls._memo_key = attrgetter("pk", *cls.fields)
         return cls
 
 
@@ -343,6 +355,14 @@ class Table(metaclass=_Declared):
     empty_text: ClassVar[str] = gettext_lazy("Nothing matches.")
     # The model fields the table reads: lists load only these (``.only()``).
     fields: ClassVar[tuple[str, ...]] = ()
+    # Keep each row's markup (per process, at most ``MEMO_SIZE`` rows, then it starts
+    # over), keyed by its pk and ``fields`` values, the columns shown, the language and
+    # the URL prefix: only its ``live`` cells are drawn again. Opt in only when every
+    # other cell reads nothing but the row's ``fields`` (no table option, no clock).
+    memo_rows: ClassVar[bool] = False
+    MEMO_SIZE: ClassVar[int] = 4096
+    _memo: ClassVar[dict[Any, tuple[str, ...]]]
+    _memo_key: ClassVar[Callable[[Any], Any]]
 
     def __init__(
         self,
@@ -376,6 +396,19 @@ class Table(metaclass=_Declared):
             td = format_html('<td class="{}">', column.css_class) if column.css_class else "<td>"
             td = td.replace("{", "{{").replace("}", "}}")
             self._cells.append((column, bound, {} if column.cache else None, td))
+        # For the memo: the runs of cells between live ones (one more run than live cells).
+        self._live = [cell for cell in self._cells if cell[0].live]
+        self._runs: list[list[Any]] = [[]]
+        for cell in self._cells:
+            if cell[0].live:
+                self._runs.append([])
+            else:
+                self._runs[-1].append(cell)
+        self._memo_scope = (
+            (tuple(c.name for c in self.columns), get_language(), get_script_prefix())
+            if self.memo_rows
+            else None
+        )
 
     def gettext(self, message: str) -> str:
         """``gettext(message)``, translated once per table: a render never changes
@@ -413,12 +446,46 @@ class Table(metaclass=_Declared):
         joined and every value is escaped by it (markup from a render method or
         the cache is ``SafeData`` and kept).
         """
+        if not attrs and self._memo_scope is not None:
+            return self._memo_row(row)
         merged = self.row_attrs(row)
         if attrs:
             merged = {**merged, **attrs}
-        fmt = ["<tr{}>"]
-        args: list[Any] = [attrs_html(merged)]
-        for column, render, cache, td in self._cells:
+        return mark_safe(self._draw(row, self._cells, ["<tr{}>"], [attrs_html(merged)], "</tr>"))
+
+    def _memo_row(self, row: Any) -> SafeString:
+        """``row(row)`` from the memo: its runs of cells kept, its live cells drawn now."""
+        memo = self._memo
+        key = (self._memo_scope, self._memo_key(row))
+        runs = memo.get(key)
+        if runs is None:
+            last = len(self._runs) - 1
+            runs = tuple(
+                self._draw(
+                    row,
+                    run,
+                    ["<tr{}>"] if i == 0 else [],
+                    [attrs_html(self.row_attrs(row))] if i == 0 else [],
+                    "</tr>" if i == last else "",
+                )
+                for i, run in enumerate(self._runs)
+            )
+            if len(memo) >= self.MEMO_SIZE:
+                memo.clear()
+            memo[key] = runs
+        if not self._live:
+            return mark_safe(runs[0])
+        out = [runs[0]]
+        for cell, run in zip(self._live, runs[1:], strict=True):
+            out.append(self._draw(row, (cell,), [], [], ""))
+            out.append(run)
+        return mark_safe("".join(out))
+
+    def _draw(
+        self, row: Any, cells: Iterable[Any], fmt: list[str], args: list[Any], tail: str
+    ) -> str:
+        """``cells`` of ``row`` as markup, after ``fmt``/``args`` (format strings, values)."""
+        for column, render, cache, td in cells:
             value = column.value(row) if column.path or column.fields else row
             if render is None:
                 parts = column.parts(value, row, self)
@@ -433,10 +500,10 @@ class Table(metaclass=_Declared):
                 cell = render(value, row)
             fmt.append(td + "{}</td>")
             args.append(cell)
-        fmt.append("</tr>")
+        fmt.append(tail)
         # ``format_html``, with its escaping of plain strings done without the lazy-string
         # wrapper around ``escape`` (a row escapes ~20 values).
-        return mark_safe("".join(fmt).format(*map(escaped, args)))
+        return "".join(fmt).format(*map(escaped, args))
 
     def render(self) -> SafeString:
         head = "".join(c.header_html() for c in self.columns)
