@@ -33,8 +33,9 @@ from tasks.models import Message, Task
 class UpdatedColumn(AgeColumn):
     """When the task last changed; for an operator, a link that cancels it there if it can."""
 
-    def parts(self, value: Any, row: Any, table: Table) -> tuple[str, ...]:
-        updated = super().parts(value, row, table)
+    def live_parts(self, value: Any, row: Any, table: Table) -> tuple[str, ...]:
+        # Live, not kept with the row: it depends on the viewer (``table.operator``).
+        updated = super().live_parts(value, row, table)
         if not (table.operator and table.cancellable(row)):
             return updated
         detail = url_for(table, "tasks:detail")(row.task_id, protocol=row.protocol)

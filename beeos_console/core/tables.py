@@ -221,6 +221,14 @@ class Column:
             return ("{}", self.empty)
         return ("{}", value)
 
+    def kept_parts(self, value: Any, row: Any, table: Table) -> tuple[str, ...]:
+        """A ``live`` cell's leading part that depends on the row only (the row memo keeps it)."""
+        return ("",)
+
+    def live_parts(self, value: Any, row: Any, table: Table) -> tuple[str, ...]:
+        """A ``live`` cell's part drawn on every render, after ``kept_parts``."""
+        return self.parts(value, row, table)
+
     def header_html(self) -> SafeString:
         return format_html("<th>{}</th>", self.header)
 
@@ -261,24 +269,42 @@ def _age_parts(
 ) -> tuple[str, ...]:
     if value is None:
         return ('<span class="muted">{}</span>', EMPTY)
-    # The two stamps are digits, letters and ":-+. " only, made here from a datetime: safe
-    # without escaping (saves escapes per time cell, the bulk of a list's escaping cost).
     # The age is translated words: escaped by whoever formats the parts.
+    return (_TIME_OPEN + "{}</time>", *_stamps(value), short_age(value, now, tr))
+
+
+_TIME_OPEN = '<time datetime="{}" title="{}">'
+
+
+def _stamps(value: dt.datetime) -> tuple[SafeString, SafeString]:
+    """ISO 8601 and UTC. Digits, letters and ":-+. " only, made here from a datetime: safe
+    without escaping (saves escapes per time cell, the bulk of a list's escaping cost)."""
     return (
-        '<time datetime="{}" title="{}">{}</time>',
         SafeString(value.isoformat()),
         SafeString(value.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")),
-        short_age(value, now, tr),
     )
 
 
 class AgeColumn(Column):
-    """A time relative to the table's ``now``, the exact UTC time on hover."""
+    """A time relative to the table's ``now``, the exact UTC time on hover.
+
+    Live: the stamps are kept with the row (``kept_parts``), the relative words drawn
+    on every render (``live_parts``).
+    """
 
     live = True
 
     def parts(self, value: Any, row: Any, table: Table) -> tuple[str, ...]:
-        return _age_parts(value, table.now, table.gettext)
+        kept, live = self.kept_parts(value, row, table), self.live_parts(value, row, table)
+        return (kept[0] + live[0], *kept[1:], *live[1:])
+
+    def kept_parts(self, value: Any, row: Any, table: Table) -> tuple[str, ...]:
+        return ("",) if value is None else (_TIME_OPEN, *_stamps(value))
+
+    def live_parts(self, value: Any, row: Any, table: Table) -> tuple[str, ...]:
+        if value is None:
+            return _age_parts(None, None)
+        return ("{}</time>", short_age(value, table.now, table.gettext))
 
 
 class CodeColumn(Column):
@@ -396,7 +422,8 @@ class Table(metaclass=_Declared):
             td = format_html('<td class="{}">', column.css_class) if column.css_class else "<td>"
             td = td.replace("{", "{{").replace("}", "}}")
             self._cells.append((column, bound, {} if column.cache else None, td))
-        # For the memo: the runs of cells between live ones (one more run than live cells).
+        # For the memo: the runs of cells between live ones (one more run than live cells);
+        # a run ends with its live cell's kept part.
         self._live = [cell for cell in self._cells if cell[0].live]
         self._runs: list[list[Any]] = [[]]
         for cell in self._cells:
@@ -453,38 +480,63 @@ class Table(metaclass=_Declared):
             merged = {**merged, **attrs}
         return mark_safe(self._draw(row, self._cells, ["<tr{}>"], [attrs_html(merged)], "</tr>"))
 
+    def _head(self) -> str:
+        """The header cells; with the memo, kept per columns shown and language."""
+        if self._memo_scope is None:
+            return "".join(c.header_html() for c in self.columns)
+        key = ("<thead>", self._memo_scope)
+        head = self._memo.get(key)
+        if head is None:
+            head = self._memo[key] = ("".join(c.header_html() for c in self.columns),)
+        return head[0]
+
     def _memo_row(self, row: Any) -> SafeString:
         """``row(row)`` from the memo: its runs of cells kept, its live cells drawn now."""
         memo = self._memo
         key = (self._memo_scope, self._memo_key(row))
         runs = memo.get(key)
         if runs is None:
-            last = len(self._runs) - 1
-            runs = tuple(
-                self._draw(
-                    row,
-                    run,
-                    ["<tr{}>"] if i == 0 else [],
-                    [attrs_html(self.row_attrs(row))] if i == 0 else [],
-                    "</tr>" if i == last else "",
-                )
-                for i, run in enumerate(self._runs)
-            )
+            runs = self._memo_runs(row)
             if len(memo) >= self.MEMO_SIZE:
                 memo.clear()
             memo[key] = runs
         if not self._live:
             return mark_safe(runs[0])
         out = [runs[0]]
-        for cell, run in zip(self._live, runs[1:], strict=True):
-            out.append(self._draw(row, (cell,), [], [], ""))
+        for (column, _render, _cache, _td), run in zip(self._live, runs[1:], strict=True):
+            value = column.value(row) if column.path or column.fields else row
+            fmt, *args = column.live_parts(value, row, self)
+            out.append((fmt + "</td>").format(*map(escaped, args)))
             out.append(run)
         return mark_safe("".join(out))
 
+    def _memo_runs(self, row: Any) -> tuple[str, ...]:
+        """The markup of ``row`` the memo keeps: each run of cells up to a live cell's kept
+        part (its ``<td>`` open), then the rest after the last live cell."""
+        runs = []
+        fmt, args = ["<tr{}>"], [attrs_html(self.row_attrs(row))]
+        for i, run in enumerate(self._runs):
+            if i < len(self._live):
+                column, _render, _cache, td = self._live[i]
+                value = column.value(row) if column.path or column.fields else row
+                kept_fmt, *kept_args = column.kept_parts(value, row, self)
+                runs.append(self._draw(row, run, fmt, args, td + kept_fmt, kept_args))
+                fmt, args = [], []
+                continue
+            runs.append(self._draw(row, run, fmt, args, "</tr>"))
+        return tuple(runs)
+
     def _draw(
-        self, row: Any, cells: Iterable[Any], fmt: list[str], args: list[Any], tail: str
+        self,
+        row: Any,
+        cells: Iterable[Any],
+        fmt: list[str],
+        args: list[Any],
+        tail: str,
+        tail_args: Iterable[Any] = (),
     ) -> str:
-        """``cells`` of ``row`` as markup, after ``fmt``/``args`` (format strings, values)."""
+        """``cells`` of ``row`` as markup, between ``fmt``/``args`` and ``tail``/``tail_args``
+        (format strings and their values)."""
         for column, render, cache, td in cells:
             value = column.value(row) if column.path or column.fields else row
             if render is None:
@@ -501,12 +553,13 @@ class Table(metaclass=_Declared):
             fmt.append(td + "{}</td>")
             args.append(cell)
         fmt.append(tail)
+        args.extend(tail_args)
         # ``format_html``, with its escaping of plain strings done without the lazy-string
         # wrapper around ``escape`` (a row escapes ~20 values).
         return "".join(fmt).format(*map(escaped, args))
 
     def render(self) -> SafeString:
-        head = "".join(c.header_html() for c in self.columns)
+        head = self._head()
         body = [self.row(r) for r in self.rows] or [
             format_html(
                 '<tr><td colspan="{}" class="muted">{}</td></tr>',
