@@ -155,7 +155,8 @@ class Column:
     """
 
     cache: ClassVar[bool] = False
-    # Drawn from the table's clock (``Table.now``), not from the row alone: never memoised.
+    # Drawn from the table's clock (``Table.now``), not from the row alone: the row memo
+    # keeps its ``kept_parts`` and draws its ``live_parts`` (not a render method) each time.
     live: ClassVar[bool] = False
 
     def __init__(
