@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import timedelta
 from io import StringIO
 
@@ -26,14 +27,19 @@ from tasks import states as task_states
 from tasks.filtersets import TaskFilterSet
 from tasks.models import Message, Task
 
+from .shared_db import rolled_back_at_end
+
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def seeded() -> str:
-    out = StringIO()
-    call_command("seed_demo", stdout=out)
-    return out.getvalue()
+@pytest.fixture(scope="module")
+def seeded(django_db_setup, django_db_blocker) -> Iterator[str]:
+    """Seeded once for the module; each test's writes (a second run, a re-projection, a
+    bulk cancel) are rolled back after it, and the seeding after the last test."""
+    with rolled_back_at_end(django_db_blocker):
+        out = StringIO()
+        call_command("seed_demo", stdout=out)
+        yield out.getvalue()
 
 
 def counts() -> dict[str, int]:

@@ -28,6 +28,7 @@ from tasks import states as task_states
 from tasks.models import Message, Task
 
 from .factories import iso, make_a2a_task, make_operation, make_task
+from .shared_db import rolled_back_at_end
 
 # --- every value the tables can produce -------------------------------------------
 
@@ -133,9 +134,12 @@ def visible_text(html: str) -> str:
     return re.sub(r'<pre class="json">.*?</pre>', "", html, flags=re.S)
 
 
-@pytest.fixture
-def demo(db):
-    call_command("seed_demo", "--no-users", stdout=StringIO())
+@pytest.fixture(scope="class")
+def demo(django_db_setup, django_db_blocker):
+    """Seeded once for the class's tests, rolled back after the last (``shared_db``)."""
+    with rolled_back_at_end(django_db_blocker):
+        call_command("seed_demo", "--no-users", stdout=StringIO())
+        yield
 
 
 def demo_cases():
@@ -148,80 +152,81 @@ def demo_cases():
     return list(tasks.values()), list(ops.values())
 
 
-def test_demo_detail_pages_speak_words_to_support_and_show_admins_the_rule(
-    demo, support_user, admin_user
-):
-    support, admin = Client(), Client()
-    support.force_login(support_user)
-    admin.force_login(admin_user)
-    tasks, ops = demo_cases()
-    assert len(tasks) > 20 and len(ops) > 10
-    for task in tasks:
-        url = object_url("tasks:detail", task.task_id, protocol=task.protocol)
-        html = support.get(url).content.decode()
-        text = visible_text(html)
-        assert "`" not in text, url
-        assert task.projection_rule not in text, (url, task.projection_rule)
-        assert not RULE_PATTERN.search(text), (url, RULE_PATTERN.search(text))
-        assert "rule-details" not in html
-        plain = html.replace("&#x27;", "'").lower()
-        assert words.retry_words(task.retry_policy).lower() in plain
-        if task.reason:
-            assert words.reason_words(task.reason)[:30].lower() in plain, url
-        admin_html = admin.get(url).content.decode()
-        assert '<details class="rule-details">' in admin_html
-        assert task.projection_rule in admin_html
-    for op in ops:
-        url = object_url("operations:detail", op.operation_id)
-        html = support.get(url).content.decode()
-        text = visible_text(html)
-        assert "`" not in text, url
-        assert not RULE_PATTERN.search(text), (url, RULE_PATTERN.search(text))
-        assert words.retry_words(op.retry_policy).lower() in html.replace("&#x27;", "'").lower()
-        admin_html = admin.get(url).content.decode()
-        assert f"<code>{op.projection_rule}</code>" in admin_html.replace("&#x27;", "'")
+@pytest.mark.django_db
+class TestDemoPages:
+    """The demo's pages (seeded once for these tests: ``demo``)."""
 
+    def test_demo_detail_pages_speak_words_to_support_and_show_admins_the_rule(
+        self, demo, support_user, admin_user
+    ):
+        support, admin = Client(), Client()
+        support.force_login(support_user)
+        admin.force_login(admin_user)
+        tasks, ops = demo_cases()
+        assert len(tasks) > 20 and len(ops) > 10
+        for task in tasks:
+            url = object_url("tasks:detail", task.task_id, protocol=task.protocol)
+            html = support.get(url).content.decode()
+            text = visible_text(html)
+            assert "`" not in text, url
+            assert task.projection_rule not in text, (url, task.projection_rule)
+            assert not RULE_PATTERN.search(text), (url, RULE_PATTERN.search(text))
+            assert "rule-details" not in html
+            plain = html.replace("&#x27;", "'").lower()
+            assert words.retry_words(task.retry_policy).lower() in plain
+            if task.reason:
+                assert words.reason_words(task.reason)[:30].lower() in plain, url
+            admin_html = admin.get(url).content.decode()
+            assert '<details class="rule-details">' in admin_html
+            assert task.projection_rule in admin_html
+        for op in ops:
+            url = object_url("operations:detail", op.operation_id)
+            html = support.get(url).content.decode()
+            text = visible_text(html)
+            assert "`" not in text, url
+            assert not RULE_PATTERN.search(text), (url, RULE_PATTERN.search(text))
+            assert words.retry_words(op.retry_policy).lower() in html.replace("&#x27;", "'").lower()
+            admin_html = admin.get(url).content.decode()
+            assert f"<code>{op.projection_rule}</code>" in admin_html.replace("&#x27;", "'")
 
-def test_demo_lists_and_dashboard_carry_no_rule_syntax(demo, support_user):
-    support = Client()
-    support.force_login(support_user)
-    for url in ("/", "/tasks/", "/operations/", "/messages/", "/tasks/?status=failed"):
-        html = visible_text(support.get(url).content.decode())
-        assert "`" not in html, url
-        assert not RULE_PATTERN.search(html), (url, RULE_PATTERN.search(html))
-        if url != "/messages/":
-            assert 'class="copy" data-copy="' in html, url
+    def test_demo_lists_and_dashboard_carry_no_rule_syntax(self, demo, support_user):
+        support = Client()
+        support.force_login(support_user)
+        for url in ("/", "/tasks/", "/operations/", "/messages/", "/tasks/?status=failed"):
+            html = visible_text(support.get(url).content.decode())
+            assert "`" not in html, url
+            assert not RULE_PATTERN.search(html), (url, RULE_PATTERN.search(html))
+            if url != "/messages/":
+                assert 'class="copy" data-copy="' in html, url
 
+    def test_cancel_refusals_speak_words(self, demo, operator_user):
+        client = Client()
+        client.force_login(operator_user)
+        for raw in ("rejected", "timeout", "completed"):
+            task = Task.objects.filter(protocol="openapi", raw_state=raw).first()
+            html = client.get(object_url("tasks:detail", task.task_id, protocol="openapi"))
+            html = html.content.decode()
+            refusal = re.search(r"Cannot cancel: (.*?)</p>", html, re.S).group(1)
+            assert "`" not in refusal and task.projection_rule not in refusal
+            assert "already ended" in refusal
+        rejected = Task.objects.filter(protocol="openapi", raw_state="rejected").first()
+        html = client.get(object_url("tasks:detail", rejected.task_id, protocol="openapi"))
+        assert "safe to retry: nothing happened" in html.content.decode()
 
-def test_cancel_refusals_speak_words(demo, operator_user):
-    client = Client()
-    client.force_login(operator_user)
-    for raw in ("rejected", "timeout", "completed"):
-        task = Task.objects.filter(protocol="openapi", raw_state=raw).first()
-        html = client.get(object_url("tasks:detail", task.task_id, protocol="openapi"))
-        html = html.content.decode()
-        refusal = re.search(r"Cannot cancel: (.*?)</p>", html, re.S).group(1)
-        assert "`" not in refusal and task.projection_rule not in refusal
-        assert "already ended" in refusal
-    rejected = Task.objects.filter(protocol="openapi", raw_state="rejected").first()
-    html = client.get(object_url("tasks:detail", rejected.task_id, protocol="openapi"))
-    assert "safe to retry: nothing happened" in html.content.decode()
-
-
-def test_the_rejected_a2a_task_has_no_green_completed_message(demo, support_user):
-    client = Client()
-    client.force_login(support_user)
-    rejected = [t for t in Task.objects.filter(protocol="a2a") if t.reason == "rejected"]
-    assert rejected
-    for task in rejected:
-        html = client.get(object_url("tasks:detail", task.task_id, protocol="a2a"))
-        timeline = re.search(r'<ol class="timeline">.*?</ol>', html.content.decode(), re.S)
-        timeline = timeline.group(0)
-        assert "badge-green" not in timeline
-        assert ">completed<" not in timeline
-        # The status message carries the task's own outcome; the rest is history.
-        assert "status message" in timeline and 'badge badge-red">failed<' in timeline
-        assert 'class="pill history"' in timeline
+    def test_the_rejected_a2a_task_has_no_green_completed_message(self, demo, support_user):
+        client = Client()
+        client.force_login(support_user)
+        rejected = [t for t in Task.objects.filter(protocol="a2a") if t.reason == "rejected"]
+        assert rejected
+        for task in rejected:
+            html = client.get(object_url("tasks:detail", task.task_id, protocol="a2a"))
+            timeline = re.search(r'<ol class="timeline">.*?</ol>', html.content.decode(), re.S)
+            timeline = timeline.group(0)
+            assert "badge-green" not in timeline
+            assert ">completed<" not in timeline
+            # The status message carries the task's own outcome; the rest is history.
+            assert "status message" in timeline and 'badge badge-red">failed<' in timeline
+            assert 'class="pill history"' in timeline
 
 
 def test_a2a_history_is_neutral_in_the_message_list(db, support_user):
