@@ -134,7 +134,7 @@ def test_filtersets_share_declared_filters_but_not_their_state():
 
 
 def test_panel_fields_are_drawn_the_same_from_the_cache():
-    """An empty panel field is drawn once and reused; a value or an error is drawn afresh."""
+    """A panel field is drawn once per value and reused; an error is drawn afresh."""
 
     def panel(query: str, errors: dict | None = None) -> dict[str, str]:
         form = TaskFilterForm(QueryDict(query))
@@ -243,3 +243,24 @@ def test_the_row_memo_is_bounded(monkeypatch):
         )
         assert f"op_{n}" in str(table.row(op))
         assert len(OperationTable._memo) <= 5
+
+
+@pytest.mark.parametrize(
+    "query", ["", "status=failed", "status=failed&status=queued", "q=%3Cb%3E&stuck=5", "q=x"]
+)
+def test_a_kept_panel_is_the_panel_drawn_afresh(query):
+    for _ in range(2):  # the second time from the cache
+        form = TaskFilterForm(QueryDict(query))
+        for field in form.visible_fields():
+            assert str(field.panel) == str(field._draw_panel()), (query, field.name)
+
+
+def test_the_panel_cache_is_bounded(monkeypatch):
+    from beeos_console.core.forms import PanelField
+
+    monkeypatch.setattr(PanelField, "PANEL_CACHE_SIZE", 10)
+    monkeypatch.setattr(PanelField, "_panels", {})
+    for n in range(30):
+        form = TaskFilterForm(QueryDict(f"q=ticket+{n}"))
+        assert f'value="ticket {n}"' in str(form["q"].panel)
+        assert len(PanelField._panels) <= 10

@@ -125,32 +125,37 @@ class PanelField(BoundField):
     """A field of a filter panel, drawn the way Django draws it, at less cost.
 
     Its value is read once (the panel template asks for it up to four times), and
-    an empty field is drawn once per process: with no value and no error, its
-    markup depends only on the field (shared by every request's form, never
-    changed), its name and ``id`` (from code, never from the request) and the
-    language of its labels, so the cache is bounded by the declared fields. A
-    field with a value or an error is drawn afresh, as Django draws it.
+    a field with no error is drawn once per value per process: its markup depends
+    only on the field (shared by every request's form, never changed), its name
+    and ``id`` (from code, never from the request), its value and the language of
+    its labels. Empty fields are bounded by the declared fields; the values people
+    filter on (a re-read or shared list, its auto-refresh) are kept up to
+    ``PANEL_CACHE_SIZE`` panels, then the cache starts over. A field with an error
+    is drawn afresh, as Django draws it.
     """
 
-    _empty_panels: ClassVar[dict[tuple, SafeString]] = {}
+    _panels: ClassVar[dict[tuple, SafeString]] = {}
+    PANEL_CACHE_SIZE: ClassVar[int] = 1024
 
     @property
     def panel(self) -> SafeString:
         """This field's part of the filter panel (``PANEL_FIELD_TEMPLATE``)."""
-        value = self.value()
-        key = None
-        if not value and not self.errors:
-            # ``repr``: None, "", [] and False may draw differently (``value=""``, unticked).
-            key = (type(self.form), self.html_name, self.auto_id, repr(value), get_language())
-            html = self._empty_panels.get(key)
-            if html is not None:
-                return html
-        html = get_template(PANEL_FIELD_TEMPLATE).render(
+        if self.errors:
+            return self._draw_panel()
+        # ``repr``: None, "", [] and False may draw differently (``value=""``, unticked).
+        key = (type(self.form), self.html_name, self.auto_id, repr(self.value()), get_language())
+        html = self._panels.get(key)
+        if html is None:
+            html = self._draw_panel()
+            if len(self._panels) >= self.PANEL_CACHE_SIZE:
+                self._panels.clear()
+            self._panels[key] = html
+        return html
+
+    def _draw_panel(self) -> SafeString:
+        return get_template(PANEL_FIELD_TEMPLATE).render(
             {"field": self, "open_filters": self.form.open_fields}
         )
-        if key is not None:
-            self._empty_panels[key] = html
-        return html
 
     def value(self) -> Any:
         try:
