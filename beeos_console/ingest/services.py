@@ -21,7 +21,7 @@ from django.utils.translation import gettext
 
 from beeos_console.auditlog.services import Actor
 from beeos_console.mirror import registry
-from beeos_console.mirror.batch import Batch
+from beeos_console.mirror.batch import write_batch
 from beeos_console.mirror.edge import IngestError, IngestResult, Outcome
 
 logger = logging.getLogger(__name__)
@@ -91,28 +91,6 @@ def ingest_records(records: list[Any], actor: Actor) -> list[dict[str, Any]]:
     for index, result in results.items():
         answers[index] = _answer(index, records[index]["kind"], result)
     return answers  # type: ignore[return-value]  # every index is answered
-
-
-def write_batch(valid: dict[str, list[tuple[int, Any]]], actor: Actor) -> dict[int, IngestResult]:
-    """Write validated snapshots set-based; call inside a transaction.
-
-    Tasks before messages and operations before events, so children find their
-    parent whichever came first in the call (the one-record path re-files them
-    when the parent arrives: the stored result is the same).
-    """
-    batch = Batch(actor)
-    groups: dict[str, tuple[int, Any, list[tuple[int, Any]]]] = {}
-    for name, items in valid.items():
-        record = registry.record_kinds()[name]
-        order, write_many, gathered = groups.setdefault(
-            record.group, (record.order, record.write_many, [])
-        )
-        gathered.extend(items)
-    for _order, write_many, items in sorted(groups.values(), key=lambda group: group[0]):
-        # In record order within a group: later snapshots of one object win.
-        write_many(batch, sorted(items, key=lambda item: item[0]))
-    batch.flush()
-    return batch.results
 
 
 def _answer(index: int, kind: str, result: IngestResult) -> dict[str, Any]:

@@ -35,7 +35,7 @@ from django.db.models.expressions import RawSQL
 from beeos_console.auditlog import services as auditlog
 from beeos_console.auditlog.models import AuditEntry
 from beeos_console.auditlog.services import Actor
-from beeos_console.mirror import agent_counters, counters
+from beeos_console.mirror import agent_counters, counters, registry
 from beeos_console.mirror.edge import IngestResult, Outcome
 
 K = TypeVar("K")
@@ -132,6 +132,28 @@ class Batch:
         entries = [auditlog.entry(self.actor, **change) for _, _, change in sorted(self._audit)]
         write_rows(AuditEntry, entries)
         self._audit.clear()
+
+
+def write_batch(valid: dict[str, list[tuple[int, Any]]], actor: Actor) -> dict[int, IngestResult]:
+    """Write validated snapshots set-based; call inside a transaction.
+
+    Tasks before messages and operations before events, so children find their
+    parent whichever came first in the call (the one-record path re-files them
+    when the parent arrives: the stored result is the same).
+    """
+    batch = Batch(actor)
+    groups: dict[str, tuple[int, Any, list[tuple[int, Any]]]] = {}
+    for name, items in valid.items():
+        record = registry.record_kinds()[name]
+        order, write_many, gathered = groups.setdefault(
+            record.group, (record.order, record.write_many, [])
+        )
+        gathered.extend(items)
+    for _order, write_many, items in sorted(groups.values(), key=lambda group: group[0]):
+        # In record order within a group: later snapshots of one object win.
+        write_many(batch, sorted(items, key=lambda item: item[0]))
+    batch.flush()
+    return batch.results
 
 
 def in_keys(model: type[models.Model], key: Sequence[str], values: Iterable[tuple]) -> Q:

@@ -31,7 +31,7 @@ from beeos_console.cancels.models import CancelRequest
 from beeos_console.core import roles
 from beeos_console.demo.builder import DemoBuilder, iso
 from beeos_console.mirror import registry
-from beeos_console.mirror.batch import Batch
+from beeos_console.mirror.batch import write_batch
 from beeos_console.mirror.edge import IngestResult
 from beeos_console.mirror.states import PROJECTION_VERSION
 from beeos_console.projection import reprojection
@@ -50,14 +50,12 @@ DEMO_USERS = (
 
 def _write(kind: str, records: list[dict[str, Any]], actor: Actor) -> list[IngestResult]:
     """One kind's records, validated (an invalid one raises), then written set-based in
-    one transaction: the ingest API's path (``beeos_console.ingest.services``)."""
-    record = registry.record_kinds()[kind]
-    items = [(index, record.parse(data)) for index, data in enumerate(records)]
-    batch = Batch(actor)
+    one transaction: the ingest API's path (``mirror.batch.write_batch``)."""
+    parse = registry.record_kinds()[kind].parse
+    items = [(index, parse(data)) for index, data in enumerate(records)]
     with transaction.atomic():
-        record.write_many(batch, items)
-        batch.flush()
-    return [batch.results[index] for index, _ in items]
+        results = write_batch({kind: items}, actor)
+    return [results[index] for index, _ in items]
 
 
 class Command(BaseCommand):
