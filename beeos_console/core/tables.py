@@ -505,8 +505,7 @@ class Table(metaclass=_Declared):
             return mark_safe(runs[0])
         out = [runs[0]]
         for (column, _render, _cache, _td), run in zip(self._live, runs[1:], strict=True):
-            value = column.value(row) if column.path or column.fields else row
-            fmt, *args = column.live_parts(value, row, self)
+            fmt, *args = column.live_parts(column.value(row), row, self)
             out.append((fmt + "</td>").format(*map(escaped, args)))
             out.append(run)
         return mark_safe("".join(out))
@@ -519,8 +518,7 @@ class Table(metaclass=_Declared):
         for i, run in enumerate(self._runs):
             if i < len(self._live):
                 column, _render, _cache, td = self._live[i]
-                value = column.value(row) if column.path or column.fields else row
-                kept_fmt, *kept_args = column.kept_parts(value, row, self)
+                kept_fmt, *kept_args = column.kept_parts(column.value(row), row, self)
                 runs.append(self._draw(row, run, fmt, args, td + kept_fmt, kept_args))
                 fmt, args = [], []
                 continue
