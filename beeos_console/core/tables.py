@@ -423,20 +423,22 @@ class Table(metaclass=_Declared):
             td = format_html('<td class="{}">', column.css_class) if column.css_class else "<td>"
             td = td.replace("{", "{{").replace("}", "}}")
             self._cells.append((column, bound, {} if column.cache else None, td))
-        # For the memo: the runs of cells between live ones (one more run than live cells);
-        # a run ends with its live cell's kept part.
-        self._live = [cell for cell in self._cells if cell[0].live]
-        self._runs: list[list[Any]] = [[]]
-        for cell in self._cells:
-            if cell[0].live:
-                self._runs.append([])
-            else:
-                self._runs[-1].append(cell)
-        self._memo_scope = (
-            (tuple(c.name for c in self.columns), get_language(), get_script_prefix())
-            if self.memo_rows
-            else None
-        )
+        self._memo_scope: tuple | None = None
+        if self.memo_rows:
+            self._memo_scope = (
+                tuple(c.name for c in self.columns),
+                get_language(),
+                get_script_prefix(),
+            )
+            # The runs of cells between live ones (one more run than live cells); a run
+            # ends with its live cell's kept part.
+            self._live = [cell for cell in self._cells if cell[0].live]
+            self._runs: list[list[Any]] = [[]]
+            for cell in self._cells:
+                if cell[0].live:
+                    self._runs.append([])
+                else:
+                    self._runs[-1].append(cell)
 
     def gettext(self, message: str) -> str:
         """``gettext(message)``, translated once per table: a render never changes
