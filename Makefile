@@ -10,6 +10,8 @@ STAMP := $(VENV)/.installed
 PG_PROBE_HOST ?= 127.0.0.1
 PG_PROBE_PORT ?= 5432
 TEST_DATABASE_URL ?= postgres://postgres@$(PG_PROBE_HOST):$(PG_PROBE_PORT)/beeos_console
+# pytest-xdist workers for `make test`: one per CPU (`auto`); 0 runs the suite in one process.
+TEST_WORKERS ?= auto
 HOST ?= 127.0.0.1
 PORT ?= 8000
 # The role `make run` and `make serve` serve as after migrating as the owner (below).
@@ -133,16 +135,24 @@ serve: install var
 worker: install var
 	@$(PG_UP); $(BIN)/python manage.py worker
 
-test: install
+# The suite on one pytest-xdist worker per CPU. --dist loadgroup: tests sharing a module-
+# or class-scoped fixture stay on one worker (tests/conftest.py); --no-loadscope-reorder:
+# each worker runs its tests in collection order, browser tests last (tests/browser/conftest.py).
+# Bytecode, pytest's rewritten test modules included, is cached under var/pycache, never
+# beside the sources, even where PYTHONDONTWRITEBYTECODE is set: else every worker and
+# every process a test starts (manage.py, gunicorn, the OIDC provider) compiles it all again.
+test: install var
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
-	@if [ -n "$$DATABASE_URL" ]; then echo "tests on DATABASE_URL"; \
+	@export PYTHONPYCACHEPREFIX="$(CURDIR)/var/pycache"; unset PYTHONDONTWRITEBYTECODE; \
+	if [ -n "$$DATABASE_URL" ]; then echo "tests on DATABASE_URL"; \
 	elif $(EMBEDDED_PG) probe $(PG_PROBE_HOST) $(PG_PROBE_PORT); then \
 	  echo "tests on the PostgreSQL at $(PG_PROBE_HOST):$(PG_PROBE_PORT)"; \
 	  export DATABASE_URL="$(TEST_DATABASE_URL)"; \
 	else echo "nothing answers on $(PG_PROBE_HOST):$(PG_PROBE_PORT): tests on the embedded PostgreSQL"; fi; \
 	$(PG_UP); \
-	$(BIN)/python manage.py makemigrations --check --dry-run && $(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/python manage.py makemigrations --check --dry-run && \
+	  $(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder $(PYTEST_ARGS)
 
 lint: install
 	$(BIN)/ruff check .

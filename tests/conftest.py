@@ -18,6 +18,35 @@ def pytest_configure(config: pytest.Config) -> None:
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (it runs in the same hook)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """`make test` spreads the tests over workers (pytest-xdist, ``--dist loadgroup``).
+    Tests that share a module- or class-scoped fixture of the suite's own (a started
+    server, a seeded database, a TestCase's class data) form one group and run on one
+    worker, so the fixture is set up once, not once per worker, and two workers never
+    start the same server or database. (Plugins' fixtures have no ``baseid``.)"""
+    for item in items:
+        shared = {
+            fixture.scope
+            for fixtures in item._fixtureinfo.name2fixturedefs.values()
+            for fixture in fixtures
+            if fixture.baseid
+        }
+        if "module" in shared:
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+        elif "class" in shared and item.cls is not None:
+            item.add_marker(pytest.mark.xdist_group(f"{item.module.__name__}.{item.cls.__name__}"))
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Refuse, loudly, a test that is not a browser test once Playwright runs in this
+    process (tests/browser/conftest.py turns async safety off meanwhile): it would run
+    beside Playwright's asyncio loop. `make test` keeps each xdist worker's tests in
+    collection order (``--no-loadscope-reorder``), which puts the browser tests last."""
+    if os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE") and item.get_closest_marker("browser") is None:
+        pytest.fail(f"{item.nodeid} runs with DJANGO_ALLOW_ASYNC_UNSAFE set (after Playwright?)")
+
+
 @pytest.fixture(scope="session")
 def django_db_setup(django_db_setup, django_db_blocker):  # noqa: F811 - extends pytest-django's
     """Database tests run on PostgreSQL only: SQLite hides locking and JSON behaviour."""

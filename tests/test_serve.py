@@ -220,7 +220,10 @@ def served(tmp_path_factory) -> Iterator[Served]:
     # CREATE/DROP DATABASE from the maintenance database: the suite's own database
     # (DATABASE_URL's name) need not exist, pytest-django uses test_<name>.
     suite_url = database_url("postgres")
-    name = "test_" + suite_name + "_serve"
+    # One per xdist worker, as pytest-django's own test database is.
+    name = "_".join(
+        filter(None, ["test", suite_name, "serve", os.environ.get("PYTEST_XDIST_WORKER")])
+    )
     owner_url = database_url(name)
     with psycopg.connect(conninfo_of(suite_url), autocommit=True) as admin:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
