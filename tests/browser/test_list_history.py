@@ -120,6 +120,21 @@ def test_links_derived_from_the_filter_follow_htmx_changes(page: Page, live_serv
     assert "tsk_fail" in page.url and "failed" in page.url
 
 
+def open_inline_cancel(page: Page, task_id: str):
+    """Open a row's inline cancel form; its reason field. At a 1 s refresh, a poll's
+    answer can replace the rows just as the click lands and swallow it, as a person's
+    click would be: then click again, as they would."""
+    reason = page.locator("tr.cancel-row textarea")
+    for _ in range(3):
+        page.locator("tr", has_text=task_id).get_by_role("link", name="Cancel…").click()
+        try:
+            expect(reason).to_be_visible(timeout=3_000)
+            return reason
+        except AssertionError:
+            continue
+    raise AssertionError(f"three clicks on {task_id}'s Cancel… opened no form")
+
+
 @pytest.fixture
 def fast_refresh(monkeypatch):
     monkeypatch.setattr(listing, "REFRESH_SECONDS", 1)
@@ -157,8 +172,7 @@ def test_auto_refresh_pauses_while_the_user_works(page: Page, live_server, opera
     assert len(seen) > count
 
     # An open inline cancel form with typed text.
-    page.locator("tr", has_text="tsk_run_A1").get_by_role("link", name="Cancel…").click()
-    reason = page.locator("tr.cancel-row textarea")
+    reason = open_inline_cancel(page, "tsk_run_A1")
     reason.fill("half-typed reason")
     note = page.locator("[data-auto-refresh]")
     expect(note).to_have_text("Auto-refresh paused while you work")
