@@ -112,10 +112,28 @@
     note.textContent = paused ? words("refresh-paused") : note.getAttribute("data-refresh-text");
     note.classList.toggle("paused", paused);
   }
+  // A request the user started (an inline cancel form, a filter, a search) wins over a
+  // poll: the poll in flight is aborted, and none starts until theirs is answered, else
+  // the poll's rows would land over what theirs brought.
+  var userRequests = [];
+  function userRequestInFlight() {
+    userRequests = userRequests.filter(function (xhr) {
+      return xhr.readyState > 0 && xhr.readyState < 4;
+    });
+    return userRequests.length > 0;
+  }
+  function isPoll(elt) {
+    return !!(elt && elt.hasAttribute && elt.hasAttribute("data-auto-refresh"));
+  }
+  document.addEventListener("htmx:beforeSend", function (event) {
+    if (isPoll(event.detail.elt) || !event.detail.xhr) return;
+    userRequests.push(event.detail.xhr);
+    var poll = document.querySelector("[data-auto-refresh]");
+    if (poll && window.htmx) htmx.trigger(poll, "htmx:abort");
+  });
   document.addEventListener("htmx:beforeRequest", function (event) {
-    var elt = event.detail.elt;
-    if (!elt || !elt.hasAttribute || !elt.hasAttribute("data-auto-refresh")) return;
-    if (userIsWorking()) {
+    if (!isPoll(event.detail.elt)) return;
+    if (userIsWorking() || userRequestInFlight()) {
       event.preventDefault();
       showRefreshState();
     }

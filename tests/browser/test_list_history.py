@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -118,6 +119,29 @@ def test_links_derived_from_the_filter_follow_htmx_changes(page: Page, live_serv
     page.get_by_role("button", name="Cancel all matching this filter…").click()
     page.wait_for_url(re.compile(r"/bulk/"))
     assert "tsk_fail" in page.url and "failed" in page.url
+
+
+def test_a_poll_never_lands_over_the_form_the_user_opened(
+    page: Page, live_server, operator, fast_refresh
+):
+    """The inline cancel form answers slowly (held longer than two 1 s polls): no poll
+    may start meanwhile, or its rows would replace the row the form belongs under."""
+    page.goto(f"{live_server.url}/tasks/?status=processing&refresh=true")
+    note = page.locator("[data-auto-refresh]")
+    expect(note).to_contain_text("Auto-refreshing")
+
+    def slow_answer(route) -> None:
+        time.sleep(POLL_WAIT_MS / 1000)
+        route.continue_()
+
+    page.route(re.compile(r"/cancel/"), slow_answer)
+    page.locator("tr", has_text="tsk_run_A1").get_by_role("link", name="Cancel…").click()
+    reason = page.locator("tr.cancel-row textarea")
+    expect(reason).to_be_visible()
+    expect(note).to_have_text("Auto-refresh paused while you work")
+    page.wait_for_timeout(POLL_WAIT_MS)
+    expect(reason).to_be_visible()
+    expect(page.locator("tr.cancel-row")).to_have_count(1)
 
 
 def open_inline_cancel(page: Page, task_id: str):
