@@ -28,12 +28,17 @@
     if (row) row.remove();
   });
 
-  // Auto-refresh polls are not activity: they must not keep an idle session alive
+  // A poll: what htmx requests on a timer (hx-trigger="every …"): a list's
+  // auto-refresh, a job's progress.
+  function isPoll(elt) {
+    var trigger = elt && elt.getAttribute && elt.getAttribute("hx-trigger");
+    return !!trigger && /^\s*every\s/.test(trigger);
+  }
+
+  // Polls are not activity: they must not keep an idle session alive
   // (IdleSessionMiddleware reads this header).
   document.addEventListener("htmx:configRequest", function (event) {
-    var elt = event.detail.elt;
-    var trigger = elt && elt.getAttribute && elt.getAttribute("hx-trigger");
-    if (trigger && /^\s*every\s/.test(trigger)) event.detail.headers["X-Console-Poll"] = "1";
+    if (isPoll(event.detail.elt)) event.detail.headers["X-Console-Poll"] = "1";
   });
 
   // "/" anywhere (but in a field) focuses the header search box; Escape closes its dropdown.
@@ -112,18 +117,15 @@
     note.textContent = paused ? words("refresh-paused") : note.getAttribute("data-refresh-text");
     note.classList.toggle("paused", paused);
   }
-  // A request the user started (an inline cancel form, a filter, a search) wins over a
-  // poll: the poll in flight is aborted, and none starts until theirs is answered, else
-  // the poll's rows would land over what theirs brought.
+  // A request the user started (an inline cancel form, a filter, a search) wins over the
+  // list's auto-refresh: the poll in flight is aborted, and none starts until theirs is
+  // answered, else the poll's rows would land over what theirs brought.
   var userRequests = [];
   function userRequestInFlight() {
     userRequests = userRequests.filter(function (xhr) {
       return xhr.readyState > 0 && xhr.readyState < 4;
     });
     return userRequests.length > 0;
-  }
-  function isPoll(elt) {
-    return !!(elt && elt.hasAttribute && elt.hasAttribute("data-auto-refresh"));
   }
   document.addEventListener("htmx:beforeSend", function (event) {
     if (isPoll(event.detail.elt) || !event.detail.xhr) return;
@@ -132,7 +134,8 @@
     if (poll && window.htmx) htmx.trigger(poll, "htmx:abort");
   });
   document.addEventListener("htmx:beforeRequest", function (event) {
-    if (!isPoll(event.detail.elt)) return;
+    var elt = event.detail.elt;
+    if (!elt || !elt.hasAttribute || !elt.hasAttribute("data-auto-refresh")) return;
     if (userIsWorking() || userRequestInFlight()) {
       event.preventDefault();
       showRefreshState();
