@@ -592,32 +592,17 @@ def test_under_gunicorn_any_worker_answers_with_every_workers_requests(tmp_path)
     (here on METRICS_BIND, without a token) counts all of them, and the database
     gauges once."""
     fresh_task("running")
-    port, metrics_port = free_port(), free_port()
     db = connection.settings_dict
     env = {
         **os.environ,
         "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
         "PROMETHEUS_MULTIPROC_DIR": str(tmp_path),
-        "METRICS_BIND": f"127.0.0.1:{metrics_port}",
         "METRICS_TOKEN": "",
-        "PORT": str(port),
         "WEB_CONCURRENCY": "2",
         "LOG_FORMAT": "text",
     }
-    server = subprocess.Popen(
-        [
-            str(Path(sys.executable).with_name("gunicorn")),
-            "-c",
-            "beeos_console/gunicorn_conf.py",
-            "beeos_console.wsgi",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    server, port, metrics_port = start_gunicorn(env)
     try:
-        wait_until_up(metrics_port)  # probes /metrics: the healthz count below is ours
 
         def pids() -> set[str]:
             return {p.name.split("_")[-1] for p in tmp_path.glob("histogram_*.db")}
@@ -657,16 +642,47 @@ def get(port: int, path: str) -> tuple[int, str]:
         connection_.close()
 
 
-def wait_until_up(port: int, seconds: float = 30) -> None:
+def start_gunicorn(env: dict[str, str]) -> tuple[subprocess.Popen, int, int]:
+    """gunicorn on two free ports (PORT, METRICS_BIND), once /metrics answers there. A
+    port can be taken between free_port() and gunicorn's bind (by any connection's
+    ephemeral port): then gunicorn exits, and it is started again on two others."""
+    for attempt in range(3):
+        port, metrics_port = free_port(), free_port()
+        server = subprocess.Popen(
+            [
+                str(Path(sys.executable).with_name("gunicorn")),
+                "-c",
+                "beeos_console/gunicorn_conf.py",
+                "beeos_console.wsgi",
+            ],
+            cwd=ROOT,
+            env={**env, "PORT": str(port), "METRICS_BIND": f"127.0.0.1:{metrics_port}"},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        if wait_until_up(metrics_port, server):
+            return server, port, metrics_port
+        errors = server.communicate(timeout=30)[1].decode()
+        if "Connection in use" not in errors or attempt == 2:
+            raise AssertionError(f"gunicorn exited ({server.returncode}): {errors[-2000:]}")
+    raise AssertionError("unreachable")
+
+
+def wait_until_up(port: int, server: subprocess.Popen, seconds: float = 60) -> bool:
+    """True once /metrics answers 200 on ``port``; False if the server exits first. (It
+    probes /metrics, not /healthz: the healthz count a test asserts stays its own.)"""
     deadline = time.monotonic() + seconds
-    while True:
+    while server.poll() is None:
         try:
             if get(port, "/metrics")[0] == 200:
-                return
+                return True
         except OSError:
-            if time.monotonic() > deadline:
-                raise
+            pass
+        if time.monotonic() > deadline:
+            server.kill()
+            raise AssertionError(f"nothing answered /metrics on port {port} in {seconds} s")
         time.sleep(0.2)
+    return False
 
 
 def test_the_gunicorn_config_binds_metrics_and_forgets_dead_workers(tmp_path, monkeypatch):
