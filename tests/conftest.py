@@ -13,11 +13,6 @@ from beeos_console.auditlog.services import Actor
 from beeos_console.core import roles
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    """A fast password hasher: the suite creates many users, none needs a slow hash."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (it runs in the same hook)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """`make test` spreads the tests over workers (pytest-xdist, ``--dist loadgroup``).
