@@ -19,7 +19,7 @@ from playwright.sync_api import Page, expect
 from beeos_console.core import roles
 
 from .conftest import SCREENSHOTS, login
-from .test_accessibility import NARROW, axe_violations
+from .test_accessibility import NARROW, axe_violations, load_axe
 from .test_console_flows import PASSWORD, seed_operations, seed_tasks
 
 SHOTS = SCREENSHOTS / "zh-hans"
@@ -144,8 +144,10 @@ def test_the_switcher_works_without_javascript(browser, live_server, transaction
 
 def test_axe_finds_nothing_serious_on_the_chinese_pages(browser, live_server, chinese: Page):
     cookies = chinese.context.cookies()
-    context = browser.new_context(
-        viewport=WIDE, base_url=live_server.url, locale="zh-CN", bypass_csp=True
+    context = load_axe(
+        browser.new_context(
+            viewport=WIDE, base_url=live_server.url, locale="zh-CN", bypass_csp=True
+        )
     )
     context.add_cookies(cookies)
     page = context.new_page()
