@@ -39,12 +39,9 @@ FOREIGN = "https://evil.example.com/phish"
 
 
 def settings_value(expression: str, **env: str) -> str:
-    """A setting as the project computes it from this environment (a fresh process)."""
-    code = (
-        "import django, os; os.environ.setdefault('DJANGO_SETTINGS_MODULE', "
-        "'beeos_console.settings'); django.setup(); from django.conf import settings; "
-        f"print({expression})"
-    )
+    """A setting as the project computes it from this environment: its settings module,
+    imported in a fresh process (what Django reads; nothing else needs to start)."""
+    code = f"import beeos_console.settings as settings; print({expression})"
     result = subprocess.run(
         [sys.executable, "-c", code],
         cwd=ROOT,

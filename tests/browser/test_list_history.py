@@ -173,13 +173,22 @@ def polls(page: Page) -> list[str]:
     return seen
 
 
+def polled_after(page: Page, seen: list[str], count: int) -> bool:
+    """Whether a poll beyond the first ``count`` comes within POLL_WAIT_MS (as soon as it
+    does: only the pauses need the whole wait)."""
+    for _ in range(POLL_WAIT_MS // 100):
+        if len(seen) > count:
+            return True
+        page.wait_for_timeout(100)
+    return len(seen) > count
+
+
 def test_auto_refresh_pauses_while_the_user_works(page: Page, live_server, operator, fast_refresh):
     seen = polls(page)
     page.goto(f"{live_server.url}/tasks/?status=processing&refresh=true")
     note = page.locator("[data-auto-refresh]")
     expect(note).to_contain_text("Auto-refreshing")
-    page.wait_for_timeout(POLL_WAIT_MS)
-    assert seen, "auto-refresh polls while nobody works"
+    assert polled_after(page, seen, 0), "auto-refresh polls while nobody works"
 
     # A selection.
     pick = page.locator('#results input[name="pick"]').first
@@ -192,8 +201,7 @@ def test_auto_refresh_pauses_while_the_user_works(page: Page, live_server, opera
     pick.uncheck()
     page.locator("h1").click()
     expect(note).to_contain_text("Auto-refreshing")
-    page.wait_for_timeout(POLL_WAIT_MS)
-    assert len(seen) > count
+    assert polled_after(page, seen, count)
 
     # An open inline cancel form with typed text.
     reason = open_inline_cancel(page, "tsk_run_A1")
