@@ -13,6 +13,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.test import Client
 
 # Debian's headless shell (package chromium-headless-shell): the same Chromium build as
 # /usr/bin/chromium, and what Playwright itself runs for headless Chromium. It costs about
@@ -118,12 +121,32 @@ def page(request: pytest.FixtureRequest, browser, transactional_db, live_server)
     context.close()
 
 
-def login(page, live_server, username: str, password: str) -> None:
-    """Log in through the real /login/ form and wait until the console is shown."""
-    page.goto(f"{live_server.url}/login/")
-    page.locator("#id_username").fill(username)
-    page.locator("#id_password").fill(password)
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(lambda url: "/login/" not in url)
+def login(
+    page, live_server, username: str, password: str, *, through_the_form: bool = False
+) -> None:
+    """Log in as ``username`` and wait until the console's first page shows them.
+
+    ``through_the_form``: type into the real /login/ form and submit it (the tests whose
+    flow includes logging in: console flows, CSP; SSO has its own). Otherwise the page
+    gets the session that form would give it, made by Django's own ``login()`` (its
+    signals, so the audit log and django-axes, included): the form's two page loads and
+    redirect cost Chromium about 0.4 CPU-seconds a test (bench/README.md).
+    """
+    if through_the_form:
+        page.goto(f"{live_server.url}/login/")
+        page.locator("#id_username").fill(username)
+        page.locator("#id_password").fill(password)
+        page.get_by_role("button", name="Log in").click()
+        page.wait_for_url(lambda url: "/login/" not in url)
+    else:
+        user = get_user_model().objects.get(username=username)
+        assert user.check_password(password), f"not {username}'s password"
+        client = Client()
+        client.force_login(user)
+        cookie = client.cookies[settings.SESSION_COOKIE_NAME]
+        page.context.add_cookies(
+            [{"name": cookie.key, "value": cookie.value, "url": live_server.url}]
+        )
+        page.goto(f"{live_server.url}/")
     header = page.locator("header.topbar .who")
     assert username in header.inner_text(), f"{username} is not shown as logged in"

@@ -159,7 +159,13 @@ def open_tasks_filtered_by_failed(page: Page) -> None:
 # --- the flows ----------------------------------------------------------------------
 
 
-def test_filter_failed_tasks_and_open_an_uncertain_timeout(page: Page, support_login):
+def test_filter_failed_tasks_and_open_an_uncertain_timeout(
+    page: Page, live_server, django_user_model
+):
+    """From the login form on: log in, filter, open the task."""
+    user = django_user_model.objects.create_user(username="sam-browser", password=PASSWORD)
+    user.groups.add(Group.objects.get_or_create(name=roles.SUPPORT)[0])
+    login(page, live_server, "sam-browser", PASSWORD, through_the_form=True)
     seed_tasks()
     open_tasks_filtered_by_failed(page)
 

@@ -43,7 +43,7 @@ def test_main_pages_report_no_csp_violation(page: Page, live_server, admin_login
     page.goto(f"{live_server.url}/login/")
     header = page.request.get(f"{live_server.url}/login/").headers["content-security-policy"]
     assert "script-src 'self'" in header
-    login(page, live_server, "ada-browser", PASSWORD)
+    login(page, live_server, "ada-browser", PASSWORD, through_the_form=True)
 
     urls = [
         "/",
