@@ -4,8 +4,9 @@ Every page the console has is visited as an admin (who sees them all): at 390 px
 nothing scrolls sideways and the navigation stays reachable, a skip link leads to
 the main content, j/k/Enter/? work on lists, dark mode follows the system and the
 header toggle, and axe-core (vendored, pinned: ``make vendor-axe``) finds no
-critical or serious violation. Screenshots of every page at 1440 and 390 px land
-in ``test-output/screenshots/pages/`` for a human to look at. Beside the admin's
+critical or serious violation. Screenshots of every page at 1440 and 390 px (taken
+on the skip-link and the 390 px visits) land in ``test-output/screenshots/pages/``
+for a human to look at. Beside the admin's
 pages: the login page (logged out), the 400 / 403 / 404 / 500 pages (403 as
 support staff; 500 from a URL that fails, ``ux_urls``), a bulk job's and a
 projection job's page, and the saved views' list and edit pages.
@@ -35,6 +36,7 @@ from .test_console_flows import PASSWORD, iso, seed_operations, seed_tasks
 
 AXE = HERE / "vendor" / "axe-core-4.14.1.min.js"
 NARROW = {"width": 390, "height": 844}
+SHOTS = SCREENSHOTS / "pages"
 WIDE = {"width": 1440, "height": 900}
 
 
@@ -170,6 +172,7 @@ def test_at_390_px_no_page_scrolls_sideways_and_the_navigation_stays_reachable(
     for name, v in pages.items():
         page = audiences(v.who, NARROW)
         visit(page, v.path, name)
+        screenshot(page, name, NARROW)
         widths = page.evaluate(
             "() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]"
         )
@@ -194,8 +197,9 @@ def test_at_390_px_no_page_scrolls_sideways_and_the_navigation_stays_reachable(
 
 def test_a_skip_link_leads_to_the_main_content_on_every_page(pages: dict[str, Visit], audiences):
     for name, v in pages.items():
-        page = audiences(v.who)
+        page = audiences(v.who, WIDE)
         visit(page, v.path, name)
+        screenshot(page, name, WIDE)  # before the skip link moves the focus
         if page.locator("main [autofocus]").count():
             # The login form starts in its first field: already in the main content.
             expect(page.locator("main [autofocus]"), name).to_be_focused()
@@ -314,14 +318,10 @@ def test_axe_finds_no_critical_or_serious_violation(pages: dict[str, Visit], aud
     assert not found, found
 
 
-def test_screenshots_of_every_page_at_1440_and_390_px(pages: dict[str, Visit], audiences):
-    folder = SCREENSHOTS / "pages"
-    folder.mkdir(parents=True, exist_ok=True)
-    for size in (WIDE, NARROW):
-        for name, v in pages.items():
-            page = audiences(v.who, size)
-            page.set_default_timeout(30_000)  # 46 full-page shots, on a machine that may be busy
-            visit(page, v.path, name)
-            target = folder / f"{name}-{size['width']}.png"
-            page.screenshot(path=str(target), full_page=True, animations="disabled")
-            assert target.stat().st_size > 0
+def screenshot(page: Page, name: str, size: dict[str, int]) -> None:
+    """A full-page shot for a human to look at (``test-output/screenshots/pages/``), taken
+    by the tests that visit every page at 390 and at 1440 px."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    target = SHOTS / f"{name}-{size['width']}.png"
+    page.screenshot(path=str(target), full_page=True, animations="disabled", timeout=30_000)
+    assert target.stat().st_size > 0
