@@ -11,7 +11,7 @@ import os
 from beeos_console.settings import *  # noqa: F403
 from beeos_console.settings import DATABASES
 
-# Django's PostgreSQL backend, flushing with DELETE instead of TRUNCATE (tests/postgres).
+# Django's PostgreSQL backend, truncating only the tables that hold rows (tests/postgres).
 DATABASES["default"]["ENGINE"] = "tests.postgres"
 # The suite creates many users; none needs a slow hash.
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
