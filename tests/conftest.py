@@ -66,7 +66,8 @@ def feeder() -> Actor:
     return Actor.feeder("feeder-test")
 
 
-def _user(django_user_model, username: str, role: str, **extra):
+def user_with_role(django_user_model, username: str, role: str, **extra):
+    """A user in one role's group, with the password ``pw-<username>``."""
     user = django_user_model.objects.create_user(
         username=username, password="pw-" + username, **extra
     )
@@ -77,14 +78,16 @@ def _user(django_user_model, username: str, role: str, **extra):
 
 @pytest.fixture
 def support_user(db, django_user_model):
-    return _user(django_user_model, "sam-support", roles.SUPPORT)
+    return user_with_role(django_user_model, "sam-support", roles.SUPPORT)
 
 
 @pytest.fixture
 def operator_user(db, django_user_model):
-    return _user(django_user_model, "olga-operator", roles.OPERATOR)
+    return user_with_role(django_user_model, "olga-operator", roles.OPERATOR)
 
 
 @pytest.fixture
 def admin_user(db, django_user_model):
-    return _user(django_user_model, "ada-admin", roles.ADMIN, is_superuser=True, is_staff=True)
+    return user_with_role(
+        django_user_model, "ada-admin", roles.ADMIN, is_superuser=True, is_staff=True
+    )

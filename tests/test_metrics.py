@@ -646,7 +646,9 @@ def start_gunicorn(env: dict[str, str]) -> tuple[subprocess.Popen, int, int]:
     """gunicorn on two free ports (PORT, METRICS_BIND), once /metrics answers there. A
     port can be taken between free_port() and gunicorn's bind (by any connection's
     ephemeral port): then gunicorn exits, and it is started again on two others."""
-    for attempt in range(3):
+    attempts = 0
+    while True:
+        attempts += 1
         port, metrics_port = free_port(), free_port()
         server = subprocess.Popen(
             [
@@ -663,9 +665,8 @@ def start_gunicorn(env: dict[str, str]) -> tuple[subprocess.Popen, int, int]:
         if wait_until_up(metrics_port, server):
             return server, port, metrics_port
         errors = server.communicate(timeout=30)[1].decode()
-        if "Connection in use" not in errors or attempt == 2:
+        if "Connection in use" not in errors or attempts == 3:
             raise AssertionError(f"gunicorn exited ({server.returncode}): {errors[-2000:]}")
-    raise AssertionError("unreachable")
 
 
 def wait_until_up(port: int, server: subprocess.Popen, seconds: float = 60) -> bool:

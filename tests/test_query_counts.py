@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from beeos_console.core import roles
 
+from .conftest import user_with_role
 from .factories import make_a2a_task, make_event, make_message, make_operation, make_task
 from .shared_db import rolled_back_at_end
 
@@ -82,16 +82,15 @@ def measure(client, name: str, url: str) -> int:
 
 
 @pytest.fixture(scope="module")
-def measured(django_db_setup, django_db_blocker) -> dict[str, tuple[int, int] | str]:
+def measured(django_db_setup, django_db_blocker) -> dict[str, list[int] | str]:
     """Every view measured on the small data set, then on the larger one: the data are
     built once for all views (``shared_db``), not once a view. A view that fails to
     answer is recorded as its error, for its own test to report."""
     results: dict[str, list[int] | str] = {name: [] for name in VIEWS}
     with rolled_back_at_end(django_db_blocker):
-        admin = get_user_model().objects.create_user(
-            username="ada-admin", is_staff=True, is_superuser=True
+        admin = user_with_role(
+            get_user_model(), "ada-admin", roles.ADMIN, is_superuser=True, is_staff=True
         )
-        admin.groups.add(Group.objects.get_or_create(name=roles.ADMIN)[0])
         client = Client()
         client.force_login(admin)
         for scale in (2, 25):
@@ -102,9 +101,7 @@ def measured(django_db_setup, django_db_blocker) -> dict[str, tuple[int, int] | 
                         results[name].append(measure(client, name, url or urls[name]))
                     except AssertionError as failure:
                         results[name] = f"{failure!r}"
-    return {
-        name: tuple(found) if isinstance(found, list) else found for name, found in results.items()
-    }
+    return results
 
 
 @pytest.mark.parametrize("name", list(VIEWS))
