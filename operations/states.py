@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from typing import Final
 
-from beeos_sdk.models import ServiceRuntimeMethod
-
 from beeos_console.mirror.said import Said, gettext_noop
 from beeos_console.mirror.states import (
     CANCELLED,
@@ -153,7 +151,35 @@ METHOD_CAPABILITIES: Final = {
     "session/set_model": "conversation.control",
     "session/cancel": "conversation.control",
 }
-METHODS: Final = tuple(v.value for v in ServiceRuntimeMethod)
+# beeos_sdk's ServiceRuntimeMethod, value for value and in its order (the demo draws
+# from it): tests/test_sdk_vocabularies.py fails when the SDK changes one. Not read
+# from the enum: importing beeos_sdk costs every process about 0.5 s at start.
+METHODS: Final = (
+    "session/set_mode",
+    "agent/create",
+    "agent/update",
+    "agent/delete",
+    "agent/applyTemplate",
+    "skills/list",
+    "skills/install",
+    "skills/uninstall",
+    "skills/update",
+    "models/list",
+    "cron/list",
+    "cron/status",
+    "cron/add",
+    "cron/update",
+    "cron/remove",
+    "cron/run",
+    "cron/runs",
+    "mcp/list",
+    "mcp/prepare",
+    "mcp/set",
+    "mcp/unset",
+    "session/clear",
+    "session/set_model",
+    "session/cancel",
+)
 
 # Certain failures follow retryMode (DESIGN.md, ours).
 RETRY_POLICY_BY_MODE: Final = {

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from typing import Final
 
-from beeos_sdk.models import MessageState, StopReason, TaskStatus
-
 from beeos_console.mirror.said import Said, gettext_noop
 from beeos_console.mirror.states import (
     CANCELLED,
@@ -96,9 +94,21 @@ OPENAPI_TABLE: Final[Vocabulary[Row]] = Vocabulary(
         "rejected": Row(FAILED, "rejected", retry_policy=SAFE_TO_RETRY, source=OURS),
     }
 )
-# The SDK's TaskStatus is the source of truth for the wire vocabulary; the
-# table above must cover every value of it (tests/test_sdk_vocabularies.py).
-OPENAPI_WIRE_VALUES: Final = tuple(v.value for v in TaskStatus)
+# beeos_sdk's TaskStatus, value for value: tests/test_sdk_vocabularies.py fails when
+# the SDK adds, renames or drops one. Written out rather than read from the enum at
+# import time: importing beeos_sdk builds every model it has (about 0.5 s of each
+# process's start), and only calls to BeeOS need it.
+OPENAPI_WIRE_VALUES: Final = (
+    "queued",
+    "running",
+    "input_required",
+    "auth_required",
+    "completed",
+    "failed",
+    "canceled",
+    "timeout",
+    "rejected",
+)
 OPENAPI_TERMINAL_VALUES: Final = frozenset(
     {"completed", "failed", "canceled", "timeout", "rejected"}
 )
@@ -154,12 +164,23 @@ A2A_TABLE: Final[Vocabulary[Row]] = Vocabulary(
 A2A_TERMINAL_JSON: Final = frozenset({"completed", "failed", "canceled", "rejected", "timeout"})
 
 # --- Message envelope (beeos_sdk MessageState / StopReason) ---
-MESSAGE_STATES: Final = tuple(v.value for v in MessageState)
+# beeos_sdk's MessageState and StopReason, value for value (checked as above).
+MESSAGE_STATES: Final = ("streaming", "completed", "failed", "refused", "cancelled")
 MESSAGE_TERMINAL_STATES: Final = frozenset({"completed", "failed", "refused", "cancelled"})
 # For database filters: the foreign cancel spelling is terminal too
 # (``is_message_terminal`` also reads any case).
 MESSAGE_TERMINAL_SPELLINGS: Final = MESSAGE_TERMINAL_STATES | {"canceled"}
-STOP_REASONS: Final = tuple(v.value for v in StopReason)
+STOP_REASONS: Final = (
+    "end_turn",
+    "max_tokens",
+    "tool_use",
+    "user_stop",
+    "timeout",
+    "error",
+    "refused",
+    "content_filter",
+    "agent_lost",
+)
 STOP_REASON_VOCABULARY: Final[Vocabulary[str]] = Vocabulary(STOP_REASONS)
 # A reply that ended this way may have acted before it stopped: uncertain.
 UNCERTAIN_STOP_REASONS: Final = frozenset({"timeout", "agent_lost"})

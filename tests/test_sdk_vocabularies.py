@@ -21,6 +21,8 @@ from __future__ import annotations
 import ast
 import inspect
 import json
+import subprocess
+import sys
 import textwrap
 from enum import Enum
 from pathlib import Path
@@ -57,6 +59,10 @@ def enum_values(enum: type[Enum]) -> set[str]:
     return {member.value for member in enum}
 
 
+def enum_tuple(enum: type[Enum]) -> tuple[str, ...]:
+    return tuple(member.value for member in enum)
+
+
 def validator_enum(model: type[BaseModel], field: str) -> frozenset[str]:
     """The allowed values of ``field``, read from its ``field_validator``'s source.
 
@@ -88,14 +94,16 @@ def validator_enum(model: type[BaseModel], field: str) -> frozenset[str]:
 
 # --- Enums: iterate them ---
 def test_openapi_task_status_matches_sdk():
-    assert enum_values(TaskStatus) == set(task_states.OPENAPI_WIRE_VALUES)
+    # Written out in tasks/states.py (importing the SDK at start costs every process):
+    # value for value, in the SDK's order.
+    assert enum_tuple(TaskStatus) == task_states.OPENAPI_WIRE_VALUES
     # Every OpenAPI wire value is one our reader projects.
     for value in TaskStatus:
         assert task_states.is_known("openapi", value.value), value
 
 
 def test_message_state_matches_sdk():
-    assert enum_values(MessageState) == set(task_states.MESSAGE_STATES)
+    assert enum_tuple(MessageState) == task_states.MESSAGE_STATES
     # "streaming is the sole non-terminal state" (SDK docstring).
     assert set(task_states.MESSAGE_TERMINAL_STATES) == enum_values(MessageState) - {"streaming"}
     for value in MessageState:
@@ -103,15 +111,47 @@ def test_message_state_matches_sdk():
 
 
 def test_stop_reason_matches_sdk():
-    assert enum_values(StopReason) == set(task_states.STOP_REASONS)
+    assert enum_tuple(StopReason) == task_states.STOP_REASONS
 
 
 def test_service_runtime_methods_match_sdk():
-    assert enum_values(ServiceRuntimeMethod) == set(operation_states.METHODS)
+    assert enum_tuple(ServiceRuntimeMethod) == operation_states.METHODS
     # Every SDK method has a capability in our table, and no stale extras.
     assert set(operation_states.METHOD_CAPABILITIES) == enum_values(ServiceRuntimeMethod)
     # Every method belongs to a capability the SDK knows.
     assert set(operation_states.METHOD_CAPABILITIES.values()) <= set(operation_states.CAPABILITIES)
+
+
+STARTS_WITHOUT_THE_SDK = """
+import sys
+import django
+django.setup()
+import beeos_console.urls
+from beeos_console.upstream import clients, gateway, sync
+assert "beeos_sdk" not in sys.modules, "the console imported beeos_sdk at start"
+from beeos_console.upstream.sdk import beeos_sdk
+api_exception = beeos_sdk.ApiException
+import beeos_sdk as real
+assert api_exception is real.ApiException
+assert isinstance(clients.platform_client("http://127.0.0.1:9"), real.ApiClient)
+assert real.ApiException in sync.read_errors()
+"""
+
+
+def test_a_console_process_imports_the_sdk_only_when_it_calls_beeos():
+    """Start-up (settings, apps, every URL) without ``beeos_sdk``; its first use loads it.
+
+    The vocabularies above are written out in the project for this: importing the SDK
+    builds every model it has, about half a second of each process's start.
+    """
+    result = subprocess.run(
+        [sys.executable, "-c", STARTS_WITHOUT_THE_SDK],
+        cwd=Path(__file__).resolve().parents[1],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
 
 
 # --- Pydantic validators: parse the allowed set, then probe real payloads ---

@@ -8,8 +8,9 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import beeos_cloud_sdk
-import beeos_sdk
 from django.conf import settings
+
+from beeos_console.upstream.sdk import beeos_sdk
 
 T = TypeVar("T")
 

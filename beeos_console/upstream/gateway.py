@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import beeos_cloud_sdk
-import beeos_sdk
+import urllib3
 from django.conf import settings
 from django.utils.translation import gettext, gettext_lazy
 
@@ -32,10 +32,12 @@ from beeos_console.cancels.gateways import (
     transport_failure,
 )
 from beeos_console.upstream import clients
+from beeos_console.upstream.sdk import beeos_sdk
 from beeos_console.upstream.sync import Syncer
 from tasks import states as task_states
 
-_TRANSPORT_ERRORS = (OSError, beeos_sdk.rest.urllib3.exceptions.HTTPError)
+# urllib3 (the SDK's transport) reports a lost / refused connection as its own HTTPError.
+_TRANSPORT_ERRORS = (OSError, urllib3.exceptions.HTTPError)
 
 
 def _sdk_error(exc: beeos_sdk.ApiException, what: str) -> GatewayAnswer:

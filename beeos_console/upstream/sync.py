@@ -70,7 +70,6 @@ from functools import partial
 from typing import Any
 
 import beeos_cloud_sdk
-import beeos_sdk
 import urllib3
 from django.conf import settings
 from django.db import DatabaseError, transaction
@@ -86,6 +85,7 @@ from beeos_console.mirror.batch import Batch
 from beeos_console.mirror.edge import IngestError, IngestResult, Outcome
 from beeos_console.upstream import clients
 from beeos_console.upstream.models import SyncCursor
+from beeos_console.upstream.sdk import beeos_sdk
 from operations import states as op_states
 from operations.models import RuntimeOperation
 from operations.services.batch import write_operations
@@ -115,12 +115,18 @@ FULL_WALK = "*"
 NOT_FOUND = "not found upstream"
 OPEN_STATUSES = ("queued", "processing", "unmapped")  # unmapped: an unknown state may be live
 CHANGED = (Outcome.CREATED, Outcome.UPDATED)
-# What one failed read raises: an HTTP error answer, or a transport failure (urllib3
-# reports a lost / refused connection as its own HTTPError, not as an OSError).
-READ_ERRORS = (beeos_sdk.ApiException, OSError, urllib3.exceptions.HTTPError)
 # The Cloud SDK: APIError for answers, URLError / timeouts (OSError) and cut or garbled
 # bodies (HTTPException, ValueError) for the rest.
 CLOUD_READ_ERRORS = (beeos_cloud_sdk.APIError, OSError, http.client.HTTPException, ValueError)
+
+
+def read_errors() -> tuple[type[BaseException], ...]:
+    """What one failed platform read raises: an HTTP error answer, or a transport failure
+    (urllib3 reports a lost / refused connection as its own HTTPError, not as an OSError).
+
+    A function, not a constant: naming the SDK's exception imports the SDK (``sdk.py``).
+    """
+    return (beeos_sdk.ApiException, OSError, urllib3.exceptions.HTTPError)
 
 
 class PassStopped(Exception):
@@ -481,7 +487,7 @@ class Syncer:
                     rows, next_cursor = fetch(cursor)
                 except CloudStopped:
                     return
-                except (*READ_ERRORS, *CLOUD_READ_ERRORS) as exc:
+                except (*read_errors(), *CLOUD_READ_ERRORS) as exc:
                     self.report.error(f"{what} page {number}", exc)
                     retry = retry or cursor or ""
                     break
@@ -584,7 +590,7 @@ class Syncer:
         self.read.add((task_states.OPENAPI, task_id))
         try:
             body = self._read(self.tasks_api.get_task_without_preload_content, agent_id, task_id)
-        except READ_ERRORS as exc:
+        except read_errors() as exc:
             if is_vanished(exc):
                 self.task_vanished(task_id)
             else:
@@ -633,7 +639,7 @@ class Syncer:
                     since=since,
                     limit=MESSAGE_PAGE,
                 )
-            except READ_ERRORS as exc:
+            except read_errors() as exc:
                 self.report.error(f"listTaskMessages {task_id}", exc)
                 return
             data = (body or {}).get("data") or {}
@@ -911,7 +917,7 @@ class Syncer:
                     cursor=cursor,
                     limit=OPERATION_PAGE,
                 )
-            except READ_ERRORS as exc:
+            except read_errors() as exc:
                 if cursor and cursor == tail.cursor and clients.status_of(exc) == 400:
                     # BeeOS no longer takes the stored cursor: list from the start.
                     self.progress(f"operations of {instance_id}: cursor refused, from the start")
@@ -991,7 +997,7 @@ class Syncer:
                 instance_id,
                 operation_id,
             )
-        except READ_ERRORS as exc:
+        except read_errors() as exc:
             if is_vanished(exc):
                 self.operation_vanished(operation_id)
             else:
@@ -1014,7 +1020,7 @@ class Syncer:
             text = response.data.decode("utf-8", "replace")
             if response.status >= 400:
                 raise beeos_sdk.ApiException(status=response.status, body=text)
-        except READ_ERRORS as exc:
+        except read_errors() as exc:
             self.report.error(f"operation events {operation_id}", exc)
             return
         for envelope in parse_sse(text):
