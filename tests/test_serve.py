@@ -228,7 +228,9 @@ def served(tmp_path_factory) -> Iterator[Served]:
     with psycopg.connect(conninfo_of(suite_url), autocommit=True) as admin:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         admin.execute(f'CREATE DATABASE "{name}"')
-    app_password = secrets.token_urlsafe(16)
+    # A password may begin with "-" (token_urlsafe gives one every 64 runs): the README's
+    # commands must pass it whole, so this one always does.
+    app_password = "-" + secrets.token_urlsafe(16)
     admin_password = secrets.token_urlsafe(16)
     static_root = tmp_path_factory.mktemp("static")
     port = free_port()
