@@ -152,8 +152,8 @@ METHOD_CAPABILITIES: Final = {
     "session/cancel": "conversation.control",
 }
 # beeos_sdk's ServiceRuntimeMethod, value for value and in its order (the demo draws
-# from it): tests/test_sdk_vocabularies.py fails when the SDK changes one. Not read
-# from the enum: importing beeos_sdk costs every process about 0.5 s at start.
+# from it): tests/test_sdk_vocabularies.py fails when the SDK changes one. Written out,
+# not read from the enum: processes start without the SDK (beeos_console/upstream/sdk.py).
 METHODS: Final = (
     "session/set_mode",
     "agent/create",

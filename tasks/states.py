@@ -95,9 +95,8 @@ OPENAPI_TABLE: Final[Vocabulary[Row]] = Vocabulary(
     }
 )
 # beeos_sdk's TaskStatus, value for value: tests/test_sdk_vocabularies.py fails when
-# the SDK adds, renames or drops one. Written out rather than read from the enum at
-# import time: importing beeos_sdk builds every model it has (about 0.5 s of each
-# process's start), and only calls to BeeOS need it.
+# the SDK adds, renames or drops one. Written out, not read from the enum: processes
+# start without the SDK (why: beeos_console/upstream/sdk.py).
 OPENAPI_WIRE_VALUES: Final = (
     "queued",
     "running",
