@@ -18,7 +18,6 @@ import io
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -57,6 +56,7 @@ from tasks.states import TASK_PROTOCOLS
 from tests.standin import BeeOSStandIn
 
 from .factories import make_a2a_task, make_operation, make_task, openapi_task
+from .ports import free_port
 from .test_cancel_beeos import CLOUD_KEY, KEY, TASK_CANCEL, make_gateway, task_pair
 
 pytestmark = pytest.mark.django_db
@@ -624,12 +624,6 @@ def test_under_gunicorn_any_worker_answers_with_every_workers_requests(tmp_path)
         server.terminate()
         _, errors = server.communicate(timeout=30)
     assert server.returncode == 0, errors.decode()[-2000:]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def get(port: int, path: str) -> tuple[int, str]:

@@ -23,7 +23,6 @@ import os
 import re
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -39,6 +38,8 @@ import psycopg
 import pytest
 
 from beeos_console.auditlog.management.commands.grant_app_role import conninfo_of, role_url
+
+from .ports import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
@@ -199,12 +200,6 @@ class Served:
     def sql(self, statement: str, *params: object) -> list[tuple]:
         with psycopg.connect(conninfo_of(self.owner_url), autocommit=True) as db:
             return db.execute(statement, params).fetchall()
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def database_url(name: str) -> str:
