@@ -31,7 +31,7 @@ from beeos_console.savedviews.models import SavedView
 from tasks.models import Task
 from tasks.services.write import ingest_message
 
-from .conftest import HERE, SCREENSHOTS, login
+from .conftest import HERE, SCREENSHOTS, login, save_screenshot
 from .test_console_flows import PASSWORD, iso, seed_operations, seed_tasks
 
 AXE = HERE / "vendor" / "axe-core-4.14.1.min.js"
@@ -321,7 +321,6 @@ def test_axe_finds_no_critical_or_serious_violation(pages: dict[str, Visit], aud
 def screenshot(page: Page, name: str, size: dict[str, int]) -> None:
     """A full-page shot for a human to look at (``test-output/screenshots/pages/``), taken
     by the tests that visit every page at 390 and at 1440 px."""
-    SHOTS.mkdir(parents=True, exist_ok=True)
     target = SHOTS / f"{name}-{size['width']}.png"
-    page.screenshot(path=str(target), full_page=True, animations="disabled", timeout=30_000)
+    save_screenshot(page, target, full_page=True, animations="disabled", timeout=30_000)
     assert target.stat().st_size > 0

@@ -18,7 +18,7 @@ from playwright.sync_api import Page, expect
 
 from beeos_console.core import roles
 
-from .conftest import SCREENSHOTS, login
+from .conftest import SCREENSHOTS, login, save_screenshot
 from .test_accessibility import NARROW, axe_violations, load_axe
 from .test_console_flows import PASSWORD, seed_operations, seed_tasks
 
@@ -54,10 +54,9 @@ def chinese(browser, live_server, transactional_db, operator):
 
 def shoot(page: Page, name: str) -> None:
     """The page at 1280 px, then at 390 px (full height), for a human to look at."""
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}-1280.png"), full_page=True)
+    save_screenshot(page, SHOTS / f"{name}-1280.png", full_page=True)
     page.set_viewport_size(NARROW)
-    page.screenshot(path=str(SHOTS / f"{name}-390.png"), full_page=True)
+    save_screenshot(page, SHOTS / f"{name}-390.png", full_page=True)
     widths = page.evaluate(
         "() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]"
     )

@@ -13,7 +13,7 @@ from beeos_console.auditlog.services import Actor
 from beeos_console.core import roles
 from tasks.services.write import ingest_openapi_task
 
-from .conftest import login
+from .conftest import login, save_screenshot
 from .test_accessibility import AXE, SHOTS
 
 PASSWORD = "browser-Pw-9043"
@@ -124,8 +124,7 @@ def test_the_open_dropdown_passes_axe(browser, live_server, page: Page, support_
             axe_page.emulate_media(color_scheme=scheme)
             type_in_the_box(axe_page, "tsk_axe")
             axe_page.keyboard.press("ArrowDown")
-            SHOTS.mkdir(parents=True, exist_ok=True)
-            axe_page.screenshot(path=str(SHOTS / f"search-dropdown-{scheme}.png"))
+            save_screenshot(axe_page, SHOTS / f"search-dropdown-{scheme}.png")
             axe_page.add_script_tag(path=str(AXE))
             result = axe_page.evaluate(
                 "async () => await axe.run(document.querySelector('header'))"
