@@ -138,13 +138,15 @@ worker: install var
 # The suite on one pytest-xdist worker per CPU. --dist loadgroup: tests sharing a module-
 # or class-scoped fixture stay on one worker (tests/conftest.py); --no-loadscope-reorder:
 # each worker runs its tests in collection order, browser tests last (tests/browser/conftest.py).
-# Bytecode, pytest's rewritten test modules included, is cached under var/pycache, never
-# beside the sources, even where PYTHONDONTWRITEBYTECODE is set: else every worker and
-# every process a test starts (manage.py, gunicorn, the OIDC provider) compiles it all again.
+# Bytecode is written, even where PYTHONDONTWRITEBYTECODE is set: else every worker and
+# every process a test starts (manage.py, gunicorn, the OIDC provider) compiles the
+# project and pytest rewrites the test modules again. Beside the sources, in __pycache__
+# (git ignores it), so the libraries keep the bytecode pip compiled at install; a prefix
+# (PYTHONPYCACHEPREFIX) would compile them all again on a clean clone (bench/README.md).
 test: install var
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
-	@export PYTHONPYCACHEPREFIX="$(CURDIR)/var/pycache"; unset PYTHONDONTWRITEBYTECODE; \
+	@unset PYTHONDONTWRITEBYTECODE; \
 	if [ -n "$$DATABASE_URL" ]; then echo "tests on DATABASE_URL"; \
 	elif $(EMBEDDED_PG) probe $(PG_PROBE_HOST) $(PG_PROBE_PORT); then \
 	  echo "tests on the PostgreSQL at $(PG_PROBE_HOST):$(PG_PROBE_PORT)"; \
@@ -183,3 +185,4 @@ vendor-axe:
 clean:
 	if [ -x $(BIN)/python ]; then $(EMBEDDED_PG) stop; fi
 	rm -rf $(VENV) var .pytest_cache .ruff_cache test-output
+	find . -path ./.git -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
