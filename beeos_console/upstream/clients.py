@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import beeos_cloud_sdk
+import urllib3
 from django.conf import settings
 
 from beeos_console.upstream.sdk import beeos_sdk
@@ -18,6 +19,9 @@ T = TypeVar("T")
 TIMEOUT = (5.0, 20.0)
 MAX_RATE_LIMIT_WAITS = 5
 MAX_RETRY_AFTER_SECONDS = 120.0
+# A platform call that got no answer: urllib3 (the SDK's transport) reports a lost or
+# refused connection as its own HTTPError, not as an OSError.
+TRANSPORT_ERRORS = (OSError, urllib3.exceptions.HTTPError)
 
 
 class UpstreamNotConfigured(RuntimeError):

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import beeos_cloud_sdk
-import urllib3
 from django.conf import settings
 from django.utils.translation import gettext, gettext_lazy
 
@@ -35,9 +34,6 @@ from beeos_console.upstream import clients
 from beeos_console.upstream.sdk import beeos_sdk
 from beeos_console.upstream.sync import Syncer
 from tasks import states as task_states
-
-# urllib3 (the SDK's transport) reports a lost / refused connection as its own HTTPError.
-_TRANSPORT_ERRORS = (OSError, urllib3.exceptions.HTTPError)
 
 
 def _sdk_error(exc: beeos_sdk.ApiException, what: str) -> GatewayAnswer:
@@ -342,7 +338,7 @@ class BeeOSGateway(Gateway):
             )
         except beeos_sdk.ApiException as exc:
             return _sdk_error(exc, "task")
-        except _TRANSPORT_ERRORS as exc:
+        except clients.TRANSPORT_ERRORS as exc:
             return transport_failure(exc)
         return GatewayAnswer(ACCEPTED, gettext("BeeOS accepted the cancel."), 200)
 
@@ -429,7 +425,7 @@ class BeeOSGateway(Gateway):
             )
         except beeos_sdk.ApiException as exc:
             return _sdk_error(exc, "operation")
-        except _TRANSPORT_ERRORS as exc:
+        except clients.TRANSPORT_ERRORS as exc:
             return transport_failure(exc)
         return GatewayAnswer(
             ACCEPTED,

@@ -121,12 +121,11 @@ CLOUD_READ_ERRORS = (beeos_cloud_sdk.APIError, OSError, http.client.HTTPExceptio
 
 
 def read_errors() -> tuple[type[BaseException], ...]:
-    """What one failed platform read raises: an HTTP error answer, or a transport failure
-    (urllib3 reports a lost / refused connection as its own HTTPError, not as an OSError).
+    """What one failed platform read raises: an HTTP error answer, or a transport failure.
 
     A function, not a constant: naming the SDK's exception imports the SDK (``sdk.py``).
     """
-    return (beeos_sdk.ApiException, OSError, urllib3.exceptions.HTTPError)
+    return (beeos_sdk.ApiException, *clients.TRANSPORT_ERRORS)
 
 
 class PassStopped(Exception):
